@@ -1,0 +1,88 @@
+package model
+
+import "fmt"
+
+// KVType is the element type of the paged KV cache.
+type KVType int
+
+const (
+	KVF32 KVType = iota
+	KVF16
+	KVBF16
+)
+
+func (t KVType) String() string {
+	switch t {
+	case KVF32:
+		return "f32"
+	case KVF16:
+		return "f16"
+	case KVBF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("kvtype(%d)", int(t))
+}
+
+// Size is the bytes per element.
+func (t KVType) Size() int {
+	if t == KVF32 {
+		return 4
+	}
+	return 2
+}
+
+// ParseKVType parses "f32", "f16" or "bf16".
+func ParseKVType(s string) (KVType, error) {
+	switch s {
+	case "f32":
+		return KVF32, nil
+	case "f16":
+		return KVF16, nil
+	case "bf16":
+		return KVBF16, nil
+	}
+	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16)", s)
+}
+
+// KVCache is the device memory of the paged KV cache: for every layer, a K
+// and a V array laid out as (block, slot, kvHead, headDim). Slot s of the
+// whole cache is block s/BlockSize, offset s%BlockSize. For f32 the data is
+// in K32/V32; for f16 and bf16 it is the raw 16-bit pattern in K16/V16.
+// Which blocks hold what is decided by the block manager, not here.
+type KVCache struct {
+	Type      KVType
+	NumBlocks int
+	BlockSize int
+	KVHeads   int
+	HeadDim   int
+	K32, V32  [][]float32 // (layer)(block, slot, kvHead, headDim), Type == KVF32
+	K16, V16  [][]uint16  // (layer)(block, slot, kvHead, headDim), Type != KVF32
+}
+
+// NewKVCache allocates a zeroed cache.
+func NewKVCache(layers, numBlocks, blockSize, kvHeads, headDim int, t KVType) (*KVCache, error) {
+	if layers <= 0 || numBlocks <= 0 || blockSize <= 0 || kvHeads <= 0 || headDim <= 0 {
+		return nil, fmt.Errorf("kv cache: invalid shape layers=%d blocks=%d blockSize=%d kvHeads=%d headDim=%d",
+			layers, numBlocks, blockSize, kvHeads, headDim)
+	}
+	c := &KVCache{Type: t, NumBlocks: numBlocks, BlockSize: blockSize, KVHeads: kvHeads, HeadDim: headDim}
+	n := numBlocks * blockSize * kvHeads * headDim
+	for range layers {
+		if t == KVF32 {
+			c.K32 = append(c.K32, make([]float32, n))
+			c.V32 = append(c.V32, make([]float32, n))
+		} else {
+			c.K16 = append(c.K16, make([]uint16, n))
+			c.V16 = append(c.V16, make([]uint16, n))
+		}
+	}
+	return c, nil
+}
+
+// BlockBytes is the memory one block takes across all layers, K and V.
+func BlockBytes(layers, blockSize, kvHeads, headDim int, t KVType) int {
+	return 2 * layers * blockSize * kvHeads * headDim * t.Size()
+}
+
+// SlotStride is the number of elements between consecutive slots.
+func (c *KVCache) SlotStride() int { return c.KVHeads * c.HeadDim }

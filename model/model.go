@@ -1,0 +1,147 @@
+// Package model defines the interface every model architecture implements
+// and the registry that maps a GGUF `general.architecture` to a loader.
+//
+// A forward pass runs over one flat Batch: the tokens of every scheduled
+// sequence laid end to end (prefill chunks and single decode tokens alike).
+// Keys and values live in a paged KVCache: fixed-size blocks addressed
+// through each sequence's block table, as in vLLM's PagedAttention.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"pagoda/gguf"
+)
+
+// Config is the shape of a model, read from GGUF metadata.
+type Config struct {
+	Arch       string // general.architecture, e.g. "llama", "qwen2"
+	Name       string // general.name
+	VocabSize  int
+	Dim        int // embedding length
+	HiddenDim  int // feed-forward length
+	Layers     int
+	Heads      int
+	KVHeads    int
+	HeadDim    int
+	ContextLen int // trained context length
+	RMSEps     float32
+	Rope       Rope
+}
+
+// RopeScaling names a RoPE frequency scaling scheme.
+type RopeScaling string
+
+const (
+	RopeScalingNone   RopeScaling = "none"
+	RopeScalingLinear RopeScaling = "linear"
+	RopeScalingYaRN   RopeScaling = "yarn"
+	RopeScalingLlama3 RopeScaling = "llama3"
+)
+
+// Rope configures rotary position embeddings.
+type Rope struct {
+	Dim      int     // rotated dimensions per head (≤ HeadDim)
+	FreqBase float32 // theta
+	NeoX     bool    // rotate pairs (i, i+Dim/2) instead of (2i, 2i+1)
+	Scaling  RopeScaling
+	Factor   float32 // scaling factor (linear: positions divided by it)
+	OrigCtx  int     // original context length (YaRN, llama3)
+	// YaRN / llama3 parameters.
+	BetaFast, BetaSlow float32
+	LowFreqFactor      float32
+	HighFreqFactor     float32
+	AttnFactor         float32 // YaRN magnitude scale (mscale)
+}
+
+// Batch is one step's flat input. Sequence s owns tokens
+// QueryStart[s] ≤ i < QueryStart[s+1]; they are the last
+// QueryStart[s+1]-QueryStart[s] tokens of its ContextLens[s] tokens of
+// context, so attention for token i sees positions ≤ Positions[i] of its own
+// sequence: the cached ones through BlockTables[s] and the new ones once
+// they are written to their SlotMapping slots.
+type Batch struct {
+	Tokens      []int32   // (numTokens) token ids
+	Positions   []int32   // (numTokens) position of each token in its sequence
+	SlotMapping []int32   // (numTokens) block*BlockSize + offset where the token's K/V goes
+	QueryStart  []int32   // (numSeqs+1) prefix sums of query lengths
+	ContextLens []int32   // (numSeqs) tokens of context after this step
+	BlockTables [][]int32 // (numSeqs, blocks) physical block ids, logical order
+	// LogitIndices lists the token rows (indices into Tokens) whose logits
+	// are wanted, in output order.
+	LogitIndices []int32
+}
+
+// NumSeqs returns the number of sequences in the batch.
+func (b *Batch) NumSeqs() int { return len(b.ContextLens) }
+
+// Model is a loaded model that runs forward passes.
+type Model interface {
+	Config() Config
+	// NewKVCache allocates a paged cache of numBlocks blocks of blockSize
+	// token slots for every layer.
+	NewKVCache(numBlocks, blockSize int, dtype KVType) (*KVCache, error)
+	// Forward runs the batch, writes each token's K/V into its slot, and
+	// stores the logits of the rows in b.LogitIndices into logits
+	// (len(b.LogitIndices) × VocabSize).
+	Forward(b *Batch, kv *KVCache, logits []float32) error
+	Close() error
+}
+
+// Loader builds a model from an open GGUF file. The model may keep slices
+// of the file's mapping; the file stays open until Model.Close.
+type Loader func(f *gguf.File) (Model, error)
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Loader{}
+)
+
+// Register makes a loader available for an architecture name.
+func Register(arch string, l Loader) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	registry[arch] = l
+}
+
+// ErrUnsupportedArch is returned by Load for an architecture without a loader.
+var ErrUnsupportedArch = errors.New("unsupported architecture")
+
+// Architectures lists the registered architecture names, sorted.
+func Architectures() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load opens a GGUF file and builds the model its architecture names.
+// On success the returned file stays open (tokenizers read its metadata);
+// Model.Close releases it.
+func Load(path string) (Model, *gguf.File, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	arch, _ := f.String("general.architecture")
+	regMu.RLock()
+	l, ok := registry[arch]
+	regMu.RUnlock()
+	if !ok {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w %q (supported: %v)", path, ErrUnsupportedArch, arch, Architectures())
+	}
+	m, err := l(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, f, nil
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Produce greedy reference outputs for a GGUF model with llama.cpp.
+
+llama.cpp (through the PyPI package llama-cpp-python) is an independent
+implementation; pagoda's tests compare their greedy token ids against the
+file this writes. It is used only to make reference data, never at run time.
+
+    pip install llama-cpp-python==0.3.36 jinja2
+    python3 scripts/make_reference.py MODEL.gguf OUT.json
+
+Format (the same as shared/testdata/reference/stories260K.public.json): for
+each prompt, the prompt's token ids as llama.cpp tokenizes them (special
+tokens parsed, BOS per the model's add_bos_token), then N greedy steps, each
+with the chosen id, its log-probability and the top-5 [id, logprob] pairs.
+Chat cases are rendered with the model's own chat template, the way Hugging
+Face renders it (jinja2, trim_blocks, lstrip_blocks).
+"""
+import json
+import sys
+
+import jinja2.sandbox
+import llama_cpp
+import numpy as np
+from llama_cpp import Llama, __version__ as llama_cpp_version
+
+# llama.cpp's extra buffer types (weight repacking, AMX tiles) crash with a
+# general-protection fault on machines whose kernel does not grant AMX tile
+# state to the process; the plain CPU path is the reference.
+_default_model_params = llama_cpp.llama_model_default_params
+
+
+def _model_params_without_extra_bufts():
+    p = _default_model_params()
+    p.use_extra_bufts = False
+    return p
+
+
+llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
+llama_cpp.llama.llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
+
+N_PREDICT = 48
+N_THREADS = 2
+
+PROMPTS = [
+    ("text", "The capital of France is"),
+    ("text", "Once upon a time, in a small village,"),
+    ("text", "def fibonacci(n):"),
+    ("text", "The three primary colors are"),
+    ("text", "Water boils at a temperature of"),
+    ("text", "In 1492, Christopher Columbus"),
+    ("text", "Here is a list of fruits: apple, banana,"),
+    ("text", "1, 2, 3, 4, 5,"),
+    ("chat", [
+        {"role": "system", "content": "You are a concise assistant."},
+        {"role": "user", "content": "What is the largest planet in the solar system?"},
+    ]),
+    ("chat", [{"role": "user", "content": "Write a haiku about the sea."}]),
+]
+
+
+def render_chat(template, messages, bos, eos):
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+
+    def raise_exception(msg):
+        raise jinja2.exceptions.TemplateError(msg)
+
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(template).render(
+        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max()
+    return x - (m + np.log(np.exp(x - m).sum()))
+
+
+def main():
+    path, out = sys.argv[1], sys.argv[2]
+    llm = Llama(model_path=path, n_ctx=512, n_threads=N_THREADS, n_batch=512,
+                logits_all=True, verbose=False)
+    meta = llm.metadata
+    add_bos = meta.get("tokenizer.ggml.add_bos_token", "true") == "true"
+    template = meta.get("tokenizer.chat_template", "")
+    bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "replace")
+    eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "replace")
+    cases = []
+    for kind, p in PROMPTS:
+        text = p if kind == "text" else render_chat(template, p, bos, eos)
+        toks = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        llm.reset()
+        llm.eval(toks)
+        steps, ids = [], []
+        for _ in range(N_PREDICT):
+            lp = log_softmax(np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32))
+            order = np.argsort(-lp, kind="stable")[:5]
+            tid = int(order[0])
+            steps.append({"id": tid, "logprob": float(lp[tid]),
+                          "top": [[int(i), float(lp[i])] for i in order]})
+            ids.append(tid)
+            if tid == llm.token_eos():
+                break
+            llm.eval([tid])
+        case = {"kind": kind, "prompt": text, "prompt_tokens": [int(t) for t in toks],
+                "completion": llm.detokenize(ids).decode("utf-8", "replace"),
+                "completion_tokens": ids, "steps": steps}
+        if kind == "chat":
+            case["messages"] = p
+        cases.append(case)
+    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts off, "
+                        f"command: python3 scripts/make_reference.py {path.split('/')[-1]} {out}",
+           "n_predict": N_PREDICT, "cases": cases}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
