@@ -1,0 +1,124 @@
+package kvcache
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// rootHash is the parent hash of a sequence's first block.
+const rootHash BlockHash = 0
+
+// hashBlock is the chained block hash: xxhash64 of the parent hash (8 bytes
+// LE) followed by the token ids (4 bytes LE each). It does not allocate.
+func hashBlock(parent BlockHash, tokens []int32) BlockHash {
+	var d xxhash.Digest
+	d.Reset()
+	var buf [8 + 4*64]byte // parent hash, then up to 64 token ids per write
+	binary.LittleEndian.PutUint64(buf[:8], uint64(parent))
+	n := 8
+	for _, t := range tokens {
+		if n == len(buf) {
+			d.Write(buf[:n])
+			n = 0
+		}
+		binary.LittleEndian.PutUint32(buf[n:], uint32(t))
+		n += 4
+	}
+	d.Write(buf[:n])
+	return BlockHash(d.Sum64())
+}
+
+// chainOf returns the hash and content id a block following prev chains
+// from; prev is noLink for a sequence's first block.
+func (m *Manager) chainOf(prev int32) (BlockHash, uint64) {
+	if prev == noLink {
+		return rootHash, 0
+	}
+	b := &m.device.blocks[prev]
+	return b.hash, b.cid
+}
+
+// cachedMatch returns the cached device block holding tokens after the
+// chain (parentHash, parentCID), confirmed by content id and token ids so
+// that a hash collision is a miss, never a wrong block.
+func (m *Manager) cachedMatch(parentHash BlockHash, parentCID uint64, tokens []int32) (id int32, h BlockHash, ok bool) {
+	p := m.device
+	h = m.hashFn(parentHash, tokens)
+	id, ok = p.cached[h]
+	if !ok {
+		return noLink, h, false
+	}
+	if b := &p.blocks[id]; b.parent != parentCID || !slices.Equal(p.filled(id), tokens) {
+		return noLink, h, false
+	}
+	return id, h, true
+}
+
+// matchPrefix fills m.hits with the cached blocks holding the leading full
+// blocks of tokens, stopping at the first miss. The block holding the last
+// token is never looked up: the forward pass needs at least one token to
+// produce logits, and that token's KV must go to a block the sequence owns.
+// It returns how many of the hits are free blocks (each consumes one free
+// block when taken).
+func (m *Manager) matchPrefix(tokens []int32) (freeHits int) {
+	m.hits = m.hits[:0]
+	if m.device.cached == nil || len(tokens) == 0 {
+		return 0
+	}
+	parentHash, parentCID := rootHash, uint64(0)
+	for i := range (len(tokens) - 1) / m.blockSize {
+		chunk := tokens[i*m.blockSize : (i+1)*m.blockSize]
+		id, h, ok := m.cachedMatch(parentHash, parentCID, chunk)
+		if !ok {
+			break
+		}
+		m.hits = append(m.hits, id)
+		if m.device.blocks[id].ref == 0 {
+			freeHits++
+		}
+		parentHash, parentCID = h, m.device.blocks[id].cid
+	}
+	return freeHits
+}
+
+// seal hashes device block id, which has just become full, as the successor
+// of prev (noLink for a first block), and enters it in the prefix cache when
+// its hash is not taken. A block whose twin (same parent content id, same
+// tokens) is already cached shares the twin's content id but stays out of
+// the cache; a block that merely collides gets a fresh content id.
+func (m *Manager) seal(id, prev int32) {
+	p := m.device
+	if p.cached == nil {
+		return
+	}
+	parentHash, parentCID := m.chainOf(prev)
+	tokens := p.filled(id)
+	twin, h, ok := m.cachedMatch(parentHash, parentCID, tokens)
+	b := &p.blocks[id]
+	b.hashed, b.hash, b.parent = true, h, parentCID
+	switch {
+	case ok:
+		b.cid = p.blocks[twin].cid
+	default:
+		b.cid = m.nextCID
+		m.nextCID++
+		if _, taken := p.cached[h]; !taken {
+			p.cached[h] = id
+		}
+	}
+}
+
+// register enters hashed device block id, freshly copied in from the host
+// pool, in the prefix cache when its hash is not taken.
+func (m *Manager) register(id int32) {
+	p := m.device
+	b := &p.blocks[id]
+	if p.cached == nil || !b.hashed {
+		return
+	}
+	if _, taken := p.cached[b.hash]; !taken {
+		p.cached[b.hash] = id
+	}
+}

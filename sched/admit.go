@@ -1,0 +1,89 @@
+package sched
+
+import (
+	"fmt"
+
+	"pagoda/kvcache"
+)
+
+// scheduleWaiting admits waiting groups in (priority, arrival) order while
+// the budget, MaxNumSeqs and the free blocks allow. Admission reserves only
+// the tokens computed in this step (a first chunk of a long prompt), after
+// prefix-cache hits.
+func (s *Scheduler) scheduleWaiting(budget *int) error {
+	sortGroups(s.waiting)
+	for len(s.waiting) > 0 && *budget > 0 {
+		g := s.waiting[0]
+		if g.Finished() {
+			s.waiting = s.waiting[1:]
+			continue
+		}
+		if s.numRunningSeqs()+max(g.MaxSeqs, g.NumUnfinished()) > s.cfg.MaxNumSeqs {
+			return nil
+		}
+		ok, err := s.admit(g, budget)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		s.waiting = s.waiting[1:]
+		s.running = append(s.running, g)
+	}
+	return nil
+}
+
+// admit allocates every unfinished sequence of g with the tokens it computes
+// now. On failure it leaves nothing allocated and reports false; a group
+// that can never fit is finished and listed in Output.Ignored.
+func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
+	left := *budget
+	mark := len(s.out.Seqs)
+	for _, q := range g.Seqs {
+		if q.Status == StatusFinished {
+			continue
+		}
+		cached := s.kv.NumCachedTokens(q.Tokens)
+		n := min(q.NumTokens()-cached, left)
+		status := s.kv.CanAllocate(q.Tokens)
+		if status == kvcache.AllocNever {
+			s.rollback(g, mark)
+			s.waiting = s.waiting[1:]
+			s.finishGroup(g)
+			s.out.Ignored = append(s.out.Ignored, g)
+			return false, nil
+		}
+		if n <= 0 || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
+			s.rollback(g, mark)
+			return false, nil
+		}
+		got, err := s.kv.Allocate(q.ID, q.Tokens[:cached+n])
+		if err != nil {
+			s.rollback(g, mark)
+			return false, fmt.Errorf("sched: admit request %s: %w", g.RequestID, err)
+		}
+		q.NumComputedTokens = got
+		q.Status = StatusRunning
+		s.record(g, q, got, cached+n-got)
+		left -= cached + n - got
+	}
+	*budget = left
+	return true, nil
+}
+
+// rollback undoes a partial admission of g: frees what was allocated and
+// drops its scheduled entries from mark on.
+func (s *Scheduler) rollback(g *Group, mark int) {
+	for _, sq := range s.out.Seqs[mark:] {
+		s.out.NumBatchedTokens -= sq.NumTokens
+	}
+	s.out.Seqs = s.out.Seqs[:mark]
+	for _, q := range g.Seqs {
+		if q.Status == StatusRunning {
+			_ = s.kv.Free(q.ID)
+			q.Status = StatusWaiting
+			q.NumComputedTokens = 0
+		}
+	}
+}

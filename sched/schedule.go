@@ -1,0 +1,183 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Schedule builds the next step. It reserves the KV slots of every scheduled
+// token and advances each scheduled sequence's NumComputedTokens as if the
+// step had run: the caller runs the returned step before calling Schedule
+// again. The Output is valid until the next call.
+func (s *Scheduler) Schedule() (*Output, error) {
+	s.out.reset()
+	s.running = slices.DeleteFunc(s.running, (*Group).Finished)
+	sortGroups(s.running)
+	budget := s.cfg.MaxNumBatchedTokens
+	if err := s.scheduleRunning(&budget); err != nil {
+		return nil, err
+	}
+	if s.out.NumPreempted == 0 {
+		if err := s.scheduleSwapped(&budget); err != nil {
+			return nil, err
+		}
+		if len(s.swapped) == 0 {
+			if err := s.scheduleWaiting(&budget); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, sq := range s.out.Seqs {
+		sq.Seq.NumComputedTokens += sq.NumTokens
+	}
+	return &s.out, nil
+}
+
+// scheduleRunning gives each running group its tokens, preempting from the
+// back of the queue (lowest priority, newest) when blocks run out. Groups
+// already scheduled this step are never preempted: the victim is always
+// behind the group being scheduled.
+func (s *Scheduler) scheduleRunning(budget *int) error {
+	for i := 0; i < len(s.running) && *budget > 0; i++ {
+		g := s.running[i]
+		for s.blocksNeeded(g, *budget) > s.kv.NumFreeBlocks() {
+			victim := s.running[len(s.running)-1]
+			s.running = s.running[:len(s.running)-1]
+			if victim == g && len(s.running) == 0 && s.onlyHolder(g) {
+				// Nothing else holds blocks: g can never fit.
+				s.finishGroup(g)
+				s.out.Ignored = append(s.out.Ignored, g)
+				return nil
+			}
+			if err := s.preempt(victim); err != nil {
+				return err
+			}
+			if victim == g {
+				return nil
+			}
+		}
+		if err := s.runGroup(g, budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onlyHolder reports whether g's sequences are all the sequences the block
+// manager knows, i.e. no other group could free blocks for it.
+func (s *Scheduler) onlyHolder(g *Group) bool {
+	return s.kv.NumSequences() == len(s.unfinishedIDs(g)) && len(s.swapped) == 0
+}
+
+// want is how many tokens q computes this step given the remaining budget.
+func want(q *Sequence, budget int) int {
+	if q.Status == StatusFinished {
+		return 0
+	}
+	return min(q.NumTokens()-q.NumComputedTokens, budget)
+}
+
+// blocksNeeded bounds the free blocks runGroup(g, budget) takes.
+func (s *Scheduler) blocksNeeded(g *Group, budget int) int {
+	need := 0
+	for _, q := range g.Seqs {
+		n := want(q, budget)
+		if n <= 0 {
+			continue
+		}
+		budget -= n
+		k, err := s.kv.NumAppendBlocks(q.ID, n)
+		if err != nil {
+			continue // reported by runGroup
+		}
+		need += k
+	}
+	return need
+}
+
+// runGroup reserves slots for g's tokens of this step and records them.
+func (s *Scheduler) runGroup(g *Group, budget *int) error {
+	for _, q := range g.Seqs {
+		n := want(q, *budget)
+		if n <= 0 {
+			continue
+		}
+		start := q.NumComputedTokens
+		var err error
+		s.out.Copies, err = s.kv.AppendSlots(q.ID, q.Tokens[start:start+n], s.out.Copies)
+		if err != nil {
+			return fmt.Errorf("sched: request %s: %w", g.RequestID, err)
+		}
+		s.record(g, q, start, n)
+		*budget -= n
+	}
+	return nil
+}
+
+func (s *Scheduler) record(g *Group, q *Sequence, start, n int) {
+	s.out.Seqs = append(s.out.Seqs, ScheduledSeq{
+		Group: g, Seq: q, Start: start, NumTokens: n,
+		Sample: start+n == q.NumTokens(),
+	})
+	s.out.NumBatchedTokens += n
+}
+
+// preempt takes g's blocks back: by swapping to host space when g has
+// several sequences (or swap is forced) and the host has room, else by
+// recompute (free everything; the group waits and recomputes its tokens).
+func (s *Scheduler) preempt(g *Group) error {
+	s.out.NumPreempted++
+	s.NumPreemptions++
+	ids := s.unfinishedIDs(g)
+	swap := s.cfg.Preemption == PreemptSwap || (s.cfg.Preemption == PreemptAuto && len(ids) > 1)
+	if swap && s.kv.CanSwapOut(ids) {
+		var err error
+		if s.out.SwapOut, err = s.kv.SwapOut(ids, s.out.SwapOut); err != nil {
+			return fmt.Errorf("sched: swap out request %s: %w", g.RequestID, err)
+		}
+		g.setStatus(StatusSwapped)
+		s.swapped = append(s.swapped, g)
+		return nil
+	}
+	for _, q := range g.Seqs {
+		if q.Status == StatusFinished {
+			continue
+		}
+		if err := s.kv.Free(q.ID); err != nil {
+			return fmt.Errorf("sched: preempt request %s: %w", g.RequestID, err)
+		}
+		q.NumComputedTokens = 0
+		q.Status = StatusWaiting
+	}
+	s.waiting = append(s.waiting, g)
+	return nil
+}
+
+// scheduleSwapped brings swapped groups back, in priority order, while the
+// blocks, budget and sequence limit allow.
+func (s *Scheduler) scheduleSwapped(budget *int) error {
+	sortGroups(s.swapped)
+	for len(s.swapped) > 0 {
+		g := s.swapped[0]
+		n := g.NumUnfinished()
+		ids := s.unfinishedIDs(g)
+		if *budget < n || s.numRunningSeqs()+max(g.MaxSeqs, n) > s.cfg.MaxNumSeqs || !s.kv.CanSwapIn(ids) {
+			return nil
+		}
+		var err error
+		if s.out.SwapIn, err = s.kv.SwapIn(ids, s.out.SwapIn); err != nil {
+			return fmt.Errorf("sched: swap in request %s: %w", g.RequestID, err)
+		}
+		s.swapped = s.swapped[1:]
+		g.setStatus(StatusRunning)
+		s.running = append(s.running, g)
+		// If its tokens do not fit now, it stays running unscheduled and
+		// competes for blocks next step.
+		if s.blocksNeeded(g, *budget) <= s.kv.NumFreeBlocks() {
+			if err := s.runGroup(g, budget); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

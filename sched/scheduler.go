@@ -1,0 +1,251 @@
+// Package sched is pagoda's scheduler (vLLM's Scheduler): it decides, each
+// step, which sequences run and how many tokens each computes, within a token
+// budget and the free KV blocks, preempting when blocks run out.
+//
+// There are no prefill and decode phases, one rule: a running sequence has
+// NumComputedTokens of its len(Tokens) tokens in the cache, and a step gives
+// it up to len(Tokens) − NumComputedTokens more, within
+// MaxNumBatchedTokens. A new prompt, a chunk of a long prompt (chunked
+// prefill), a single decode token and the recomputation of a preempted
+// sequence all follow from it.
+//
+// Queues, in the order a step serves them:
+//
+//	running  ─ each group, by (priority, arrival), gets its tokens; when the
+//	           blocks run out the last group (lowest priority, newest) is
+//	           preempted: recomputed (one sequence) or swapped (several)
+//	swapped  ─ come back first, when no group was preempted this step
+//	waiting  ─ admitted by (priority, arrival) while budget, MaxNumSeqs and
+//	           blocks allow, only when nothing is swapped out
+//
+// A Scheduler is not safe for concurrent use: the engine loop owns it.
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"pagoda/kvcache"
+)
+
+// PreemptionMode chooses how a group gives its blocks back.
+type PreemptionMode int
+
+const (
+	// PreemptAuto recomputes single-sequence groups and swaps groups of
+	// several sequences (falling back to recompute when swap space is full).
+	PreemptAuto PreemptionMode = iota
+	PreemptRecompute
+	PreemptSwap
+)
+
+// ParsePreemptionMode parses "auto", "recompute" or "swap".
+func ParsePreemptionMode(s string) (PreemptionMode, error) {
+	switch s {
+	case "", "auto":
+		return PreemptAuto, nil
+	case "recompute":
+		return PreemptRecompute, nil
+	case "swap":
+		return PreemptSwap, nil
+	}
+	return 0, fmt.Errorf("--preemption-mode: %q is not one of auto, recompute, swap", s)
+}
+
+// Config bounds what one step may schedule.
+type Config struct {
+	MaxNumSeqs          int // sequences running at once
+	MaxNumBatchedTokens int // tokens computed per step
+	Preemption          PreemptionMode
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MaxNumSeqs < 1 {
+		return fmt.Errorf("--max-num-seqs must be ≥ 1, got %d", c.MaxNumSeqs)
+	}
+	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
+		return fmt.Errorf("--max-num-batched-tokens must be ≥ --max-num-seqs (%d), got %d", c.MaxNumSeqs, c.MaxNumBatchedTokens)
+	}
+	return nil
+}
+
+// ScheduledSeq is one sequence's share of a step: it computes
+// Seq.Tokens[Start : Start+NumTokens].
+type ScheduledSeq struct {
+	Group     *Group
+	Seq       *Sequence
+	Start     int
+	NumTokens int
+	Sample    bool // the chunk reaches the end of Tokens: sample the next token
+}
+
+// Output is one step's plan. The runner executes SwapOut, then SwapIn, then
+// Copies, then the forward pass over Seqs. Its slices are reused by the next
+// Schedule call.
+type Output struct {
+	Seqs             []ScheduledSeq
+	SwapOut          []kvcache.Swap // device → host
+	SwapIn           []kvcache.Swap // host → device
+	Copies           []kvcache.Copy // device → device (copy-on-write)
+	NumBatchedTokens int
+	NumPreempted     int // groups preempted while building this step
+	// Ignored lists groups removed because they can never fit in the KV
+	// cache; the engine finishes them with an error.
+	Ignored []*Group
+}
+
+// Empty reports whether the step has nothing to run.
+func (o *Output) Empty() bool {
+	return len(o.Seqs) == 0 && len(o.SwapOut) == 0 && len(o.SwapIn) == 0 && len(o.Copies) == 0
+}
+
+func (o *Output) reset() {
+	o.Seqs, o.SwapOut, o.SwapIn, o.Copies = o.Seqs[:0], o.SwapOut[:0], o.SwapIn[:0], o.Copies[:0]
+	clear(o.Ignored)
+	o.Ignored = o.Ignored[:0]
+	o.NumBatchedTokens, o.NumPreempted = 0, 0
+}
+
+// ErrCacheTooSmall finishes a group that needs more blocks than the cache has.
+var ErrCacheTooSmall = errors.New("sched: request needs more KV cache blocks than the cache has")
+
+// Scheduler holds the queues and the block manager.
+type Scheduler struct {
+	cfg      Config
+	kv       *kvcache.Manager
+	waiting  []*Group
+	running  []*Group
+	swapped  []*Group
+	out      Output
+	arrivals int64
+	seqIDs   int64
+	ids      []int64 // scratch sequence ids
+
+	// NumPreemptions counts preemptions since start.
+	NumPreemptions int64
+}
+
+// New returns a scheduler over the block manager kv.
+func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Scheduler{cfg: cfg, kv: kv}, nil
+}
+
+// KV returns the block manager.
+func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
+
+// NumWaiting, NumRunning and NumSwapped count groups in each queue.
+func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
+func (s *Scheduler) NumRunning() int { return len(s.running) }
+func (s *Scheduler) NumSwapped() int { return len(s.swapped) }
+
+// HasUnfinished reports whether any group is queued.
+func (s *Scheduler) HasUnfinished() bool {
+	return len(s.waiting)+len(s.running)+len(s.swapped) > 0
+}
+
+// Add queues a new group. Its sequences get ids and start waiting with
+// nothing computed.
+func (s *Scheduler) Add(g *Group) {
+	s.arrivals++
+	g.arrival = s.arrivals
+	for _, q := range g.Seqs {
+		s.seqIDs++
+		q.ID = s.seqIDs
+		q.Status = StatusWaiting
+		q.NumComputedTokens = 0
+	}
+	if g.MaxSeqs < len(g.Seqs) {
+		g.MaxSeqs = len(g.Seqs)
+	}
+	s.waiting = append(s.waiting, g)
+}
+
+// Fork adds to g a copy of parent that shares parent's blocks (the last one
+// is copied on write when either appends to it).
+func (s *Scheduler) Fork(g *Group, parent *Sequence) (*Sequence, error) {
+	s.seqIDs++
+	child := &Sequence{
+		ID:                s.seqIDs,
+		Tokens:            slices.Clone(parent.Tokens),
+		NumPromptTokens:   parent.NumPromptTokens,
+		NumComputedTokens: parent.NumComputedTokens,
+		Status:            parent.Status,
+	}
+	if parent.Status == StatusRunning || parent.Status == StatusSwapped {
+		if err := s.kv.Fork(parent.ID, child.ID); err != nil {
+			return nil, err
+		}
+	}
+	g.Seqs = append(g.Seqs, child)
+	return child, nil
+}
+
+// FinishSeq releases a sequence's blocks and marks it finished. A group
+// whose sequences have all finished leaves the queues at the next Schedule.
+func (s *Scheduler) FinishSeq(q *Sequence) {
+	if q.Status == StatusFinished {
+		return
+	}
+	if s.kv.Contains(q.ID) {
+		_ = s.kv.Free(q.ID) // cannot fail for a known sequence
+	}
+	q.Status = StatusFinished
+}
+
+// Abort removes the group of requestID from whichever queue holds it and
+// frees its blocks. It returns the group, or nil when none is queued.
+func (s *Scheduler) Abort(requestID string) *Group {
+	for _, q := range []*[]*Group{&s.waiting, &s.running, &s.swapped} {
+		for i, g := range *q {
+			if g.RequestID == requestID {
+				*q = slices.Delete(*q, i, i+1)
+				s.finishGroup(g)
+				return g
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) finishGroup(g *Group) {
+	for _, q := range g.Seqs {
+		s.FinishSeq(q)
+	}
+}
+
+// numRunningSeqs counts the sequence slots the running groups hold.
+func (s *Scheduler) numRunningSeqs() int {
+	n := 0
+	for _, g := range s.running {
+		n += max(g.MaxSeqs, g.NumUnfinished())
+	}
+	return n
+}
+
+// unfinishedIDs fills the scratch id list with g's unfinished sequences.
+func (s *Scheduler) unfinishedIDs(g *Group) []int64 {
+	s.ids = s.ids[:0]
+	for _, q := range g.Seqs {
+		if q.Status != StatusFinished {
+			s.ids = append(s.ids, q.ID)
+		}
+	}
+	return s.ids
+}
+
+func sortGroups(q []*Group) {
+	slices.SortStableFunc(q, func(a, b *Group) int {
+		switch {
+		case before(a, b):
+			return -1
+		case before(b, a):
+			return 1
+		}
+		return 0
+	})
+}
