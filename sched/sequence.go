@@ -58,6 +58,9 @@ type Group struct {
 	// MaxSeqs is the most sequences the group will run at once (n, best_of
 	// or the beam width); admission reserves room for them in MaxNumSeqs.
 	MaxSeqs int
+	// AllLogits asks the runner for the logits of every computed position,
+	// not only the sampling one (prompt logprobs).
+	AllLogits bool
 	// Data is the engine's per-request state; the scheduler never reads it.
 	Data any
 

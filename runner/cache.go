@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"fmt"
+
+	"pagoda/kvcache"
+	"pagoda/model"
+)
+
+// CacheEngine owns the KV memory: the device cache the model reads and
+// writes, and the host swap space, both laid out as (block, slot, kvHead,
+// headDim) per layer. It executes the block operations of a step (vLLM's
+// CacheEngine: swap_in, swap_out, copy) before the forward pass.
+type CacheEngine struct {
+	Device *model.KVCache
+	Host   *model.KVCache // nil when there is no swap space
+}
+
+// NewCacheEngine allocates numBlocks device blocks and numHostBlocks host
+// blocks for m.
+func NewCacheEngine(m model.Model, numBlocks, numHostBlocks, blockSize int, t model.KVType) (*CacheEngine, error) {
+	dev, err := m.NewKVCache(numBlocks, blockSize, t)
+	if err != nil {
+		return nil, err
+	}
+	ce := &CacheEngine{Device: dev}
+	if numHostBlocks > 0 {
+		if ce.Host, err = m.NewKVCache(numHostBlocks, blockSize, t); err != nil {
+			return nil, err
+		}
+	}
+	return ce, nil
+}
+
+// Apply runs a step's block operations in the only safe order: swap-outs
+// first (their device blocks may be reused by this step), then swap-ins,
+// then copy-on-write copies.
+func (ce *CacheEngine) Apply(swapOut, swapIn []kvcache.Swap, copies []kvcache.Copy) error {
+	if (len(swapOut) > 0 || len(swapIn) > 0) && ce.Host == nil {
+		return fmt.Errorf("runner: swap requested but there is no swap space")
+	}
+	for _, s := range swapOut {
+		copyBlock(ce.Host, s.Dst, ce.Device, s.Src)
+	}
+	for _, s := range swapIn {
+		copyBlock(ce.Device, s.Dst, ce.Host, s.Src)
+	}
+	for _, c := range copies {
+		copyBlock(ce.Device, c.Dst, ce.Device, c.Src)
+	}
+	return nil
+}
+
+// copyBlock copies block src of from into block dst of to, every layer, K and V.
+func copyBlock(to *model.KVCache, dst int32, from *model.KVCache, src int32) {
+	n := from.BlockSize * from.SlotStride()
+	d, s := int(dst)*n, int(src)*n
+	for l := range from.K32 {
+		copy(to.K32[l][d:d+n], from.K32[l][s:s+n])
+		copy(to.V32[l][d:d+n], from.V32[l][s:s+n])
+	}
+	for l := range from.K16 {
+		copy(to.K16[l][d:d+n], from.K16[l][s:s+n])
+		copy(to.V16[l][d:d+n], from.V16[l][s:s+n])
+	}
+}
