@@ -42,15 +42,31 @@ func (m *Manager) NumCachedTokens(tokens []int32) int {
 //	table:   [  7    ,  2    , 0 ]     7, 2 shared; 0 taken from the free head
 //	numCachedTokens = 8
 func (m *Manager) Allocate(seqID int64, tokens []int32) (numCachedTokens int, err error) {
+	return m.allocate(seqID, tokens, true)
+}
+
+// AllocateUncached is Allocate without prefix-cache hits: every token gets
+// a fresh slot and is computed (prompt logprobs need every position's
+// logits). The blocks it fills are still hashed for later hits.
+func (m *Manager) AllocateUncached(seqID int64, tokens []int32) error {
+	_, err := m.allocate(seqID, tokens, false)
+	return err
+}
+
+func (m *Manager) allocate(seqID int64, tokens []int32, useCache bool) (numCachedTokens int, err error) {
 	if _, ok := m.seqs[seqID]; ok {
 		return 0, fmt.Errorf("%w: %d", ErrSequenceExists, seqID)
 	}
 	nb := m.blocksFor(len(tokens))
-	freeHits := m.matchPrefix(tokens)
+	freeHits := 0
+	m.hits = m.hits[:0]
+	if useCache {
+		freeHits = m.matchPrefix(tokens)
+	}
 	if need := nb - len(m.hits) + freeHits; need > m.device.numFree {
 		return 0, fmt.Errorf("%w: sequence %d needs %d, %d free", ErrNoFreeBlocks, seqID, need, m.device.numFree)
 	}
-	if m.device.cached != nil && len(tokens) > 0 {
+	if m.device.cached != nil && len(tokens) > 0 && useCache {
 		m.stats.Queries++
 		m.stats.QueryBlocks += int64((len(tokens) - 1) / m.blockSize)
 		m.stats.HitBlocks += int64(len(m.hits))

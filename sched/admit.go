@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"fmt"
 
 	"pagoda/kvcache"
@@ -44,7 +45,10 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 		if q.Status == StatusFinished {
 			continue
 		}
-		cached := s.kv.NumCachedTokens(q.Tokens)
+		cached := 0
+		if !g.AllLogits {
+			cached = s.kv.NumCachedTokens(q.Tokens)
+		}
 		n := min(q.NumTokens()-cached, left)
 		status := s.kv.CanAllocate(q.Tokens)
 		if status == kvcache.AllocNever {
@@ -58,9 +62,12 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 			s.rollback(g, mark)
 			return false, nil
 		}
-		got, err := s.kv.Allocate(q.ID, q.Tokens[:cached+n])
+		got, err := s.allocate(g, q.ID, q.Tokens[:cached+n])
 		if err != nil {
 			s.rollback(g, mark)
+			if errors.Is(err, kvcache.ErrNoFreeBlocks) {
+				return false, nil // uncached allocation needs more than CanAllocate counts
+			}
 			return false, fmt.Errorf("sched: admit request %s: %w", g.RequestID, err)
 		}
 		q.NumComputedTokens = got
@@ -86,4 +93,13 @@ func (s *Scheduler) rollback(g *Group, mark int) {
 			q.NumComputedTokens = 0
 		}
 	}
+}
+
+// allocate is kv.Allocate, without prefix-cache hits for groups that need
+// every position's logits.
+func (s *Scheduler) allocate(g *Group, id int64, tokens []int32) (int, error) {
+	if g.AllLogits {
+		return 0, s.kv.AllocateUncached(id, tokens)
+	}
+	return s.kv.Allocate(id, tokens)
 }

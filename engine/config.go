@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"pagoda/model"
+	"pagoda/sched"
+)
+
+// Config is the engine's configuration, validated once by New. Errors name
+// the flag and its allowed range.
+type Config struct {
+	Model               string // GGUF path
+	MaxModelLen         int    // 0: the model's trained context length
+	BlockSize           int    // tokens per KV block
+	KVCacheMemory       int64  // bytes of device KV cache; 0: a default from free RAM
+	SwapSpace           int64  // bytes of host swap space for preempted groups
+	KVCacheType         model.KVType
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	EnablePrefixCaching bool
+	Preemption          sched.PreemptionMode
+	Threads             int // 0: all cores
+}
+
+// DefaultConfig returns the defaults of `pagoda serve`.
+func DefaultConfig(modelPath string) Config {
+	return Config{
+		Model:               modelPath,
+		BlockSize:           16,
+		SwapSpace:           256 << 20,
+		KVCacheType:         model.KVF16,
+		MaxNumSeqs:          64,
+		MaxNumBatchedTokens: 2048,
+		EnablePrefixCaching: true,
+	}
+}
+
+// MaxBlockSize bounds --block-size.
+const MaxBlockSize = 1024
+
+// validate checks the fields that do not depend on the model.
+func (c *Config) validate() error {
+	switch {
+	case c.Model == "":
+		return fmt.Errorf("--model: a GGUF file path is required")
+	case c.BlockSize < 1 || c.BlockSize > MaxBlockSize:
+		return fmt.Errorf("--block-size must be in [1, %d], got %d", MaxBlockSize, c.BlockSize)
+	case c.KVCacheMemory < 0:
+		return fmt.Errorf("--kv-cache-memory must be ≥ 0 bytes, got %d", c.KVCacheMemory)
+	case c.SwapSpace < 0:
+		return fmt.Errorf("--swap-space must be ≥ 0 bytes, got %d", c.SwapSpace)
+	case c.MaxModelLen < 0:
+		return fmt.Errorf("--max-model-len must be ≥ 1, got %d", c.MaxModelLen)
+	case c.Threads < 0:
+		return fmt.Errorf("--threads must be ≥ 0, got %d", c.Threads)
+	}
+	return sched.Config{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens}.Validate()
+}
+
+// cacheSizes returns the device and host block counts for a model.
+func (c *Config) cacheSizes(mc model.Config) (numBlocks, numHostBlocks int, err error) {
+	per := int64(model.BlockBytes(mc.Layers, c.BlockSize, mc.KVHeads, mc.HeadDim, c.KVCacheType))
+	mem := c.KVCacheMemory
+	if mem == 0 {
+		// Enough for every sequence at full length, within a quarter of
+		// the available memory.
+		want := int64(c.MaxNumSeqs) * int64((c.MaxModelLen+c.BlockSize-1)/c.BlockSize) * per
+		mem = min(want, availableMemory()/4)
+	}
+	numBlocks = int(mem / per)
+	minBlocks := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize
+	if numBlocks < minBlocks {
+		return 0, 0, fmt.Errorf("--kv-cache-memory %d bytes holds %d blocks of %d tokens (%d bytes each); "+
+			"one sequence of --max-model-len %d needs %d: raise --kv-cache-memory or lower --max-model-len",
+			mem, numBlocks, c.BlockSize, per, c.MaxModelLen, minBlocks)
+	}
+	return numBlocks, int(c.SwapSpace / per), nil
+}
+
+// availableMemory reads MemAvailable from /proc/meminfo (4 GiB if unknown).
+func availableMemory() int64 {
+	const fallback = 4 << 30
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return fallback
+}

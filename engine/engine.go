@@ -1,0 +1,294 @@
+// Package engine is pagoda's LLM engine (vLLM's LLMEngine): it takes
+// requests, runs the schedule → execute → process loop, and streams each
+// request's outputs.
+//
+// One goroutine owns all engine state (scheduler, block manager, runner,
+// requests): the loop started by Start, or the caller of Step when no loop
+// runs. AddRequest and Abort are safe from any goroutine: they queue a
+// command in the inbox, which the owner drains at the start of every step.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"pagoda/gguf"
+	"pagoda/kvcache"
+	"pagoda/model"
+	"pagoda/runner"
+	"pagoda/sample"
+	"pagoda/sched"
+	"pagoda/tokenizer"
+)
+
+// Engine serves requests for one model.
+type Engine struct {
+	cfg    Config
+	model  model.Model
+	file   *gguf.File
+	tok    *tokenizer.Tokenizer
+	blocks *kvcache.Manager
+	sched  *sched.Scheduler
+	runner *runner.Runner
+
+	mu      sync.Mutex
+	inbox   []command
+	wake    chan struct{} // cap 1: the inbox changed
+	nextID  atomic.Int64
+	started atomic.Bool
+	stopped chan struct{} // closed when the loop returns
+
+	// Owned by the loop.
+	reqs    map[string]*request
+	scratch sample.Scratch
+	stats   Stats
+	snap    atomic.Pointer[Stats]
+}
+
+type command struct {
+	add   *request
+	abort string
+}
+
+// New loads the model and tokenizer and sizes the KV cache.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, f, err := model.Load(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEngine(cfg, m, f)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	mc := m.Config()
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = mc.ContextLen
+	}
+	if cfg.MaxModelLen > mc.ContextLen {
+		return nil, fmt.Errorf("--max-model-len %d exceeds the model's context length %d", cfg.MaxModelLen, mc.ContextLen)
+	}
+	numBlocks, numHost, err := cfg.cacheSizes(mc)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := kvcache.New(kvcache.Config{BlockSize: cfg.BlockSize, NumBlocks: numBlocks,
+		NumHostBlocks: numHost, EnablePrefixCaching: cfg.EnablePrefixCaching})
+	if err != nil {
+		return nil, err
+	}
+	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
+		Preemption: cfg.Preemption}, blocks)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := runner.NewCacheEngine(m, numBlocks, numHost, cfg.BlockSize, cfg.KVCacheType)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
+		runner: runner.New(m, blocks, ce), wake: make(chan struct{}, 1),
+		stopped: make(chan struct{}), reqs: map[string]*request{}}
+	e.publishStats()
+	return e, nil
+}
+
+// Config returns the validated configuration (MaxModelLen resolved).
+func (e *Engine) Config() Config { return e.cfg }
+
+// ModelConfig returns the model's shape.
+func (e *Engine) ModelConfig() model.Config { return e.model.Config() }
+
+// Tokenizer returns the model's tokenizer (safe for concurrent use).
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// NumBlocks returns the device and host KV block counts.
+func (e *Engine) NumBlocks() (device, host int) {
+	return e.blocks.Device().NumBlocks(), e.blocks.Host().NumBlocks()
+}
+
+// Request is one generation request.
+type Request struct {
+	ID           string // unique among live requests; "" assigns one
+	PromptTokens []int32
+	Params       SamplingParams
+	Priority     int // lower runs first
+}
+
+// AddRequest validates r and queues it. The stream delivers its outputs;
+// errors here are the caller's (bad parameters, prompt too long).
+func (e *Engine) AddRequest(r Request) (*Stream, error) {
+	req, err := e.newRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	e.send(command{add: req})
+	return req.stream, nil
+}
+
+// Abort finishes the request with reason "abort" and frees its blocks. It
+// does nothing for an unknown or finished request.
+func (e *Engine) Abort(id string) { e.send(command{abort: id}) }
+
+func (e *Engine) send(c command) {
+	e.mu.Lock()
+	e.inbox = append(e.inbox, c)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain applies the queued commands.
+func (e *Engine) drain() {
+	e.mu.Lock()
+	cmds := e.inbox
+	e.inbox = nil
+	e.mu.Unlock()
+	for _, c := range cmds {
+		if c.add != nil {
+			e.admit(c.add)
+		} else {
+			e.abort(c.abort)
+		}
+	}
+}
+
+// HasUnfinished reports whether requests are queued or running. Only the
+// owner of the engine state may call it.
+func (e *Engine) HasUnfinished() bool { return len(e.reqs) > 0 || e.inboxLen() > 0 }
+
+func (e *Engine) inboxLen() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.inbox)
+}
+
+// Step runs one iteration: schedule, execute, process. Only the owner of the
+// engine state may call it (not while Start's loop runs).
+func (e *Engine) Step() error {
+	e.drain()
+	out, err := e.sched.Schedule()
+	if err != nil {
+		return e.failAll(err)
+	}
+	e.finishIgnored(out.Ignored)
+	logits, rows, err := e.runner.Execute(out)
+	if err != nil {
+		return e.failAll(err)
+	}
+	e.process(out, logits, rows)
+	e.publishStats()
+	return nil
+}
+
+// Start runs the engine loop in a goroutine until ctx ends; then it aborts
+// what is left. After Start, only the loop calls Step.
+func (e *Engine) Start(ctx context.Context) {
+	if !e.started.CompareAndSwap(false, true) {
+		return
+	}
+	go e.loop(ctx)
+}
+
+func (e *Engine) loop(ctx context.Context) {
+	defer close(e.stopped)
+	for {
+		e.drain()
+		if len(e.reqs) == 0 {
+			select {
+			case <-e.wake:
+				continue
+			case <-ctx.Done():
+				e.drain()
+				e.abortAll()
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			e.abortAll()
+			return
+		}
+		_ = e.Step() // errors fail the affected requests
+	}
+}
+
+// Close stops using the model. Call it after the loop's context ended (it
+// waits for the loop) or when no loop was started.
+func (e *Engine) Close() error {
+	if e.started.Load() {
+		<-e.stopped
+	}
+	return e.model.Close()
+}
+
+// Generate runs prompts to completion with the same parameters, like vLLM's
+// LLM.generate, and returns the outputs in prompt order. It starts the loop
+// if no loop runs yet.
+func (e *Engine) Generate(ctx context.Context, prompts [][]int32, p SamplingParams) ([]RequestOutput, error) {
+	e.Start(ctx)
+	streams := make([]*Stream, len(prompts))
+	ids := make([]string, len(prompts))
+	for i, pr := range prompts {
+		ids[i] = e.newID()
+		s, err := e.AddRequest(Request{ID: ids[i], PromptTokens: pr, Params: p})
+		if err != nil {
+			for _, id := range ids[:i] {
+				e.Abort(id)
+			}
+			return nil, fmt.Errorf("prompt %d: %w", i, err)
+		}
+		streams[i] = s
+	}
+	outs := make([]RequestOutput, len(prompts))
+	for i, s := range streams {
+		o, err := s.Collect(ctx)
+		if err != nil {
+			return outs, fmt.Errorf("prompt %d: %w", i, err)
+		}
+		outs[i] = o
+	}
+	return outs, nil
+}
+
+// Stats are the engine's gauges and counters, published after every step.
+type Stats struct {
+	Running, Waiting, Swapped int
+	KVUsage                   float64 // fraction of device blocks in use
+	NumBlocks, NumHostBlocks  int
+	Prefix                    kvcache.Stats
+	Preemptions               int64
+	PromptTokens              int64 // prompt tokens computed (not served from cache)
+	GenerationTokens          int64
+	Steps                     int64
+	LastStep                  time.Time
+}
+
+// Stats returns the latest published statistics (safe from any goroutine).
+func (e *Engine) Stats() Stats { return *e.snap.Load() }
+
+func (e *Engine) publishStats() {
+	s := e.stats
+	s.Running, s.Waiting, s.Swapped = e.sched.NumRunning(), e.sched.NumWaiting(), e.sched.NumSwapped()
+	s.KVUsage = e.blocks.Usage()
+	s.NumBlocks, s.NumHostBlocks = e.NumBlocks()
+	s.Prefix = e.blocks.Stats()
+	s.Preemptions = e.sched.NumPreemptions
+	s.LastStep = time.Now()
+	e.snap.Store(&s)
+}

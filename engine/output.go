@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"pagoda/sample"
+)
+
+// Finish reasons, as in the OpenAI API.
+const (
+	FinishStop   = "stop"
+	FinishLength = "length"
+	FinishAbort  = "abort"
+)
+
+// Logprob is a token's log-probability and the most likely alternatives.
+type Logprob struct {
+	ID      int32
+	Logprob float32
+	Top     []sample.TokenLogprob
+}
+
+// CompletionOutput is one sequence's output. In a streamed delta it holds
+// only what is new since the previous delta; Collect merges deltas.
+type CompletionOutput struct {
+	Index             int
+	Text              string
+	TokenIDs          []int32
+	Logprobs          []Logprob // when asked: one per token id
+	CumulativeLogprob float64
+	FinishReason      string // "" while running, then stop, length or abort
+	StopReason        any    // the matched stop string, or the stop token id
+}
+
+// Finished reports whether the sequence is done.
+func (c *CompletionOutput) Finished() bool { return c.FinishReason != "" }
+
+// Metrics are a request's timestamps.
+type Metrics struct {
+	Arrival, FirstScheduled, FirstToken, LastToken, Finished time.Time
+}
+
+// RequestOutput is one delta of a request's stream, or (after Collect) its
+// whole output.
+type RequestOutput struct {
+	RequestID       string
+	PromptTokenIDs  []int32
+	PromptLogprobs  []Logprob // when asked; entry 0 (the first token) is empty
+	NumCachedTokens int       // prompt tokens served from the prefix cache
+	Outputs         []CompletionOutput
+	Finished        bool
+	Err             error // the request failed (Finished is true)
+	Metrics         Metrics
+}
+
+// Stream delivers a request's outputs. The engine never blocks on it:
+// deltas queue until read.
+type Stream struct {
+	mu     sync.Mutex
+	items  []RequestOutput
+	notify chan struct{} // cap 1: something was pushed
+	done   bool          // the final item was pushed
+}
+
+func newStream() *Stream { return &Stream{notify: make(chan struct{}, 1)} }
+
+func (s *Stream) push(o RequestOutput) {
+	s.mu.Lock()
+	s.items = append(s.items, o)
+	s.done = s.done || o.Finished
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Recv returns the next delta, waiting for it. After the final delta
+// (Finished) it returns io.EOF; when ctx ends first, ctx.Err().
+func (s *Stream) Recv(ctx context.Context) (RequestOutput, error) {
+	for {
+		s.mu.Lock()
+		if len(s.items) > 0 {
+			o := s.items[0]
+			s.items[0] = RequestOutput{}
+			s.items = s.items[1:]
+			s.mu.Unlock()
+			return o, nil
+		}
+		done := s.done
+		s.mu.Unlock()
+		if done {
+			return RequestOutput{}, io.EOF
+		}
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return RequestOutput{}, ctx.Err()
+		}
+	}
+}
+
+// Collect reads the stream to the end and merges its deltas into the whole
+// output.
+func (s *Stream) Collect(ctx context.Context) (RequestOutput, error) {
+	var all RequestOutput
+	for {
+		o, err := s.Recv(ctx)
+		if err == io.EOF {
+			return all, all.Err
+		}
+		if err != nil {
+			return all, err
+		}
+		merge(&all, o)
+	}
+}
+
+func merge(all *RequestOutput, d RequestOutput) {
+	outs := all.Outputs
+	*all = RequestOutput{RequestID: d.RequestID, PromptTokenIDs: d.PromptTokenIDs,
+		PromptLogprobs: append(all.PromptLogprobs, d.PromptLogprobs...), NumCachedTokens: d.NumCachedTokens,
+		Finished: d.Finished, Err: d.Err, Metrics: d.Metrics, Outputs: outs}
+	for _, c := range d.Outputs {
+		for len(all.Outputs) <= c.Index {
+			all.Outputs = append(all.Outputs, CompletionOutput{Index: len(all.Outputs)})
+		}
+		a := &all.Outputs[c.Index]
+		a.Text += c.Text
+		a.TokenIDs = append(a.TokenIDs, c.TokenIDs...)
+		a.Logprobs = append(a.Logprobs, c.Logprobs...)
+		a.CumulativeLogprob = c.CumulativeLogprob
+		a.FinishReason, a.StopReason = c.FinishReason, c.StopReason
+	}
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"pagoda/runner"
+	"pagoda/sample"
+	"pagoda/sched"
+)
+
+// process applies a step's logits: prompt logprobs, sampling, stop checks,
+// detokenization, and one output delta per request that changed.
+func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows) {
+	vocab := e.model.Config().VocabSize
+	now := time.Now()
+	var touched []*request
+	for i, sq := range out.Seqs {
+		r := sq.Group.Data.(*request)
+		if r.metrics.FirstScheduled.IsZero() {
+			r.metrics.FirstScheduled, r.cached = now, sq.Start
+		}
+		e.stats.PromptTokens += int64(max(0, min(sq.Start+sq.NumTokens, sq.Seq.NumPromptTokens)-sq.Start))
+		rw := rows[i]
+		if r.group.AllLogits && rw.Count > 0 {
+			e.promptLogprobs(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
+		}
+		if !sq.Sample || rw.Count == 0 {
+			continue
+		}
+		row := logits[(rw.First+rw.Count-1)*vocab : (rw.First+rw.Count)*vocab]
+		if len(touched) == 0 || touched[len(touched)-1] != r {
+			touched = append(touched, r)
+		}
+		if r.beam != nil {
+			st := r.seqs[sq.Seq]
+			st.row = append(st.row[:0], row...)
+			st.hasRow = true
+			continue
+		}
+		e.sample(r, sq.Seq, row)
+	}
+	e.stats.Steps++
+	for _, r := range touched {
+		if r.metrics.FirstToken.IsZero() {
+			r.metrics.FirstToken = now
+		}
+		r.metrics.LastToken = now
+		if r.beam != nil {
+			e.beamStep(r)
+		}
+		e.emit(r, r.allFinished(), nil)
+	}
+}
+
+// sample draws q's next token from row. At a request's first sample with
+// best_of > 1, the other sequences are forked first: they share the
+// prompt's blocks and each draws from the same row with its own seed.
+func (e *Engine) sample(r *request, q *sched.Sequence, row []float32) {
+	if !r.forked && r.params.bestOf() > 1 {
+		r.forked = true
+		for i := 1; i < r.params.bestOf(); i++ {
+			c, err := e.sched.Fork(r.group, q)
+			if err != nil {
+				e.finishRequest(r, FinishAbort, err)
+				return
+			}
+			r.seqs[c] = e.newSeqState(r, i)
+			e.sampleOne(r, c, row)
+		}
+	}
+	e.sampleOne(r, q, row)
+}
+
+func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
+	st := r.seqs[q]
+	if st.finish != "" {
+		return
+	}
+	res := st.sampler.SampleWith(&e.scratch, row)
+	e.appendToken(r, q, st, res.ID, res.Logprob, res.Top)
+}
+
+// appendToken adds a token to q, records it in the delta and applies the
+// stop conditions.
+func (e *Engine) appendToken(r *request, q *sched.Sequence, st *seqState, id int32, lp float32, top []sample.TokenLogprob) {
+	q.Append(id)
+	st.sampler.Accept(id)
+	st.cum += float64(lp)
+	st.delta.TokenIDs = append(st.delta.TokenIDs, id)
+	if r.params.ReturnLogprobs {
+		st.delta.Logprobs = append(st.delta.Logprobs, Logprob{ID: id, Logprob: lp, Top: slices.Clone(top)})
+	}
+	st.hasDelta = true
+	e.stats.GenerationTokens++
+	n := len(q.Output())
+	if n == r.params.MinTokens {
+		st.sampler.Suppress(nil)
+	}
+	if reason, why := e.checkStop(r, q, st, id, n); reason != "" {
+		e.finishSeq(r, q, st, reason, why)
+	}
+}
+
+// checkStop detokenizes id and returns the finish reason, if any, in vLLM's
+// order: EOS, stop token, stop string, length.
+func (e *Engine) checkStop(r *request, q *sched.Sequence, st *seqState, id int32, n int) (string, any) {
+	p := &r.params
+	minOK := n >= p.MinTokens
+	if minOK && !p.IgnoreEOS && e.tok.IsEOG(id) {
+		return FinishStop, nil
+	}
+	if minOK && slices.Contains(p.StopTokenIDs, id) {
+		if p.IncludeStopStrInOutput {
+			st.delta.Text += st.detok.Add(id)
+		}
+		return FinishStop, id
+	}
+	text := st.detok.Add(id)
+	if !minOK || len(p.Stop) == 0 {
+		st.delta.Text += text
+	} else {
+		released, stopped := st.stop.Push(text)
+		st.delta.Text += released
+		if stopped {
+			m, _ := st.stop.Match()
+			return FinishStop, m.Stop
+		}
+	}
+	if n >= p.MaxTokens || q.NumTokens() >= e.cfg.MaxModelLen {
+		return FinishLength, nil
+	}
+	return "", nil
+}
+
+// finishSeq ends q: releases held-back text (unless a stop string matched),
+// records the reason and frees q's blocks.
+func (e *Engine) finishSeq(r *request, q *sched.Sequence, st *seqState, reason string, why any) {
+	if _, matched := st.stop.Match(); !matched {
+		released, _ := st.stop.Push(st.detok.Flush())
+		st.delta.Text += released + st.stop.Flush()
+	}
+	st.finish, st.reason = reason, why
+	st.delta.FinishReason, st.delta.StopReason = reason, why
+	st.hasDelta = true
+	e.sched.FinishSeq(q)
+}
+
+func (r *request) allFinished() bool {
+	for _, st := range r.seqs {
+		if st.finish == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// promptLogprobs records the logprob of each prompt token that rows (the
+// logits of the chunk's positions) predict. Only the first sequence
+// computes the prompt; recomputation after preemption records nothing twice.
+func (e *Engine) promptLogprobs(r *request, sq sched.ScheduledSeq, rows []float32, vocab int) {
+	if sq.Seq != r.group.Seqs[0] {
+		return
+	}
+	if len(r.promptLP) == 0 {
+		r.promptLP = append(r.promptLP, Logprob{ID: r.prompt[0]})
+	}
+	first := sq.Start + sq.NumTokens - len(rows)/vocab
+	for j := range len(rows) / vocab {
+		next := first + j + 1
+		if next != len(r.promptLP) || next >= len(r.prompt) {
+			continue
+		}
+		res := sample.Logprobs(rows[j*vocab:(j+1)*vocab], r.prompt[next], r.params.PromptLogprobs, nil)
+		r.promptLP = append(r.promptLP, Logprob{ID: r.prompt[next], Logprob: res.Logprob, Top: res.Top})
+	}
+	if len(r.promptLP) >= len(r.prompt) {
+		r.group.AllLogits = false
+	}
+}
+
+// emit pushes the request's new output. Requests whose outputs are chosen
+// at the end (best_of > n, beam search) stream nothing until done.
+func (e *Engine) emit(r *request, done bool, err error) {
+	if _, live := e.reqs[r.id]; !live {
+		return
+	}
+	o := RequestOutput{RequestID: r.id, PromptTokenIDs: r.prompt, NumCachedTokens: r.cached,
+		PromptLogprobs: r.promptLP[r.sentLP:], Finished: done, Err: err}
+	r.sentLP = len(r.promptLP)
+	streaming := r.beam == nil && r.params.bestOf() == r.params.N
+	switch {
+	case streaming:
+		for _, st := range r.ordered() {
+			if st.hasDelta {
+				st.delta.CumulativeLogprob = st.cum
+				o.Outputs = append(o.Outputs, st.delta)
+				st.delta, st.hasDelta = CompletionOutput{Index: st.index}, false
+			}
+		}
+	case done && r.beam != nil:
+		o.Outputs = e.beamOutputs(r)
+	case done:
+		o.Outputs = r.bestOutputs()
+	}
+	if done {
+		r.metrics.Finished = time.Now()
+		delete(e.reqs, r.id)
+	}
+	o.Metrics = r.metrics
+	if len(o.Outputs) > 0 || len(o.PromptLogprobs) > 0 || done {
+		r.stream.push(o)
+	}
+}
+
+// ordered returns the sequence states by index.
+func (r *request) ordered() []*seqState {
+	sts := make([]*seqState, 0, len(r.seqs))
+	for _, st := range r.seqs {
+		sts = append(sts, st)
+	}
+	slices.SortFunc(sts, func(a, b *seqState) int { return a.index - b.index })
+	return sts
+}
+
+// bestOutputs returns the n sequences with the highest cumulative logprob
+// (all of them when best_of = n), indexed 0..n-1.
+func (r *request) bestOutputs() []CompletionOutput {
+	sts := r.ordered()
+	if r.params.bestOf() > r.params.N {
+		slices.SortStableFunc(sts, func(a, b *seqState) int {
+			switch {
+			case a.cum > b.cum:
+				return -1
+			case a.cum < b.cum:
+				return 1
+			}
+			return 0
+		})
+		sts = sts[:r.params.N]
+	}
+	outs := make([]CompletionOutput, len(sts))
+	for i, st := range sts {
+		outs[i] = st.delta
+		outs[i].Index, outs[i].CumulativeLogprob = i, st.cum
+	}
+	return outs
+}
