@@ -18,6 +18,7 @@ import (
 	"pagoda/gguf"
 	"pagoda/kvcache"
 	"pagoda/model"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"pagoda/runner"
 	"pagoda/sample"
 	"pagoda/sched"
@@ -58,7 +59,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, f, err := model.Load(cfg.Model)
+	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads})
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +189,7 @@ func (e *Engine) Step() error {
 		return e.failAll(err)
 	}
 	e.finishIgnored(out.Ignored)
+	e.markScheduled(out)
 	logits, rows, err := e.runner.Execute(out)
 	if err != nil {
 		return e.failAll(err)

@@ -17,9 +17,6 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 	var touched []*request
 	for i, sq := range out.Seqs {
 		r := sq.Group.Data.(*request)
-		if r.metrics.FirstScheduled.IsZero() {
-			r.metrics.FirstScheduled, r.cached = now, sq.Start
-		}
 		e.stats.PromptTokens += int64(max(0, min(sq.Start+sq.NumTokens, sq.Seq.NumPromptTokens)-sq.Start))
 		rw := rows[i]
 		if r.group.AllLogits && rw.Count > 0 {
@@ -50,6 +47,17 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 			e.beamStep(r)
 		}
 		e.emit(r, r.allFinished(), nil)
+	}
+}
+
+// markScheduled stamps requests scheduled for the first time and records
+// how much of their prompt the prefix cache served.
+func (e *Engine) markScheduled(out *sched.Output) {
+	now := time.Now()
+	for _, sq := range out.Seqs {
+		if r := sq.Group.Data.(*request); r.metrics.FirstScheduled.IsZero() {
+			r.metrics.FirstScheduled, r.cached = now, sq.Start
+		}
 	}
 }
 

@@ -1,10 +1,3 @@
-// Package gguf reads and writes GGUF model files (versions 2 and 3).
-//
-// A File maps the whole file read-only; tensor data is returned as slices of
-// that mapping, never copied. Every count, length and offset read from the
-// file is checked against the file size before it is used, so a malformed or
-// truncated file yields an error naming the key or tensor at fault, never a
-// panic or an allocation larger than the file justifies.
 package gguf
 
 import "fmt"

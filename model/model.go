@@ -91,9 +91,14 @@ type Model interface {
 	Close() error
 }
 
+// LoadOptions configure how a model runs.
+type LoadOptions struct {
+	Threads int // kernel worker threads; ≤ 0 means GOMAXPROCS
+}
+
 // Loader builds a model from an open GGUF file. The model may keep slices
 // of the file's mapping; the file stays open until Model.Close.
-type Loader func(f *gguf.File) (Model, error)
+type Loader func(f *gguf.File, opts LoadOptions) (Model, error)
 
 var (
 	regMu    sync.RWMutex
@@ -125,7 +130,7 @@ func Architectures() []string {
 // Load opens a GGUF file and builds the model its architecture names.
 // On success the returned file stays open (tokenizers read its metadata);
 // Model.Close releases it.
-func Load(path string) (Model, *gguf.File, error) {
+func Load(path string, opts LoadOptions) (Model, *gguf.File, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -138,7 +143,7 @@ func Load(path string) (Model, *gguf.File, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w %q (supported: %v)", path, ErrUnsupportedArch, arch, Architectures())
 	}
-	m, err := l(f)
+	m, err := l(f, opts)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)

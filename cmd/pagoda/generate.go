@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"pagoda/engine"
+	"pagoda/model"
+	"pagoda/tokenizer"
+)
+
+// defaultModelPath is where `make model` puts the default model.
+func defaultModelPath() string {
+	dir := os.Getenv("PAGODA_MODELS")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "pagoda", "models")
+	}
+	return filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+type generateFlags struct {
+	model       string
+	prompt      string
+	system      string
+	chat        bool
+	maxTokens   int
+	temperature float64
+	topP        float64
+	topK        int
+	minP        float64
+	repPenalty  float64
+	seed        int64
+	threads     int
+	maxModelLen int
+	kvType      string
+}
+
+// runGenerate implements `pagoda generate`: one prompt, text streamed to
+// stdout, then a line of token counts and rates on stderr.
+func runGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("generate", stderr)
+	var g generateFlags
+	fs.StringVar(&g.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&g.prompt, "prompt", "", "the prompt (required)")
+	fs.StringVar(&g.system, "system", "", "system message, with --chat")
+	fs.BoolVar(&g.chat, "chat", false, "render the prompt as a user message through the model's chat template")
+	fs.IntVar(&g.maxTokens, "max-tokens", 128, "tokens to generate at most")
+	fs.Float64Var(&g.temperature, "temperature", 0, "sampling temperature (0 = greedy)")
+	fs.Float64Var(&g.topP, "top-p", 1, "nucleus sampling probability mass (1 = off)")
+	fs.IntVar(&g.topK, "top-k", 0, "sample among the k most likely tokens (0 = off)")
+	fs.Float64Var(&g.minP, "min-p", 0, "drop tokens less likely than min-p × the most likely (0 = off)")
+	fs.Float64Var(&g.repPenalty, "repetition-penalty", 1, "repetition penalty (1 = off)")
+	fs.Int64Var(&g.seed, "seed", -1, "random seed (-1 = random)")
+	fs.IntVar(&g.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
+	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if g.prompt == "" {
+		return usageError{errors.New("--prompt is required")}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return generate(g, stdout, stderr)
+}
+
+func generate(g generateFlags, stdout, stderr io.Writer) error {
+	if _, err := os.Stat(g.model); err != nil {
+		return fmt.Errorf("model file: %w (run `make model` for the default model)", err)
+	}
+	kvType, err := model.ParseKVType(g.kvType)
+	if err != nil {
+		return usageError{fmt.Errorf("--kv-cache-dtype: %w", err)}
+	}
+	cfg := engine.DefaultConfig(g.model)
+	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
+	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
+	e, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer e.Close() // after stop: Close waits for the loop to see ctx end
+	defer stop()
+	e.Start(ctx)
+	prompt, err := renderPrompt(e.Tokenizer(), g)
+	if err != nil {
+		return err
+	}
+	p := engine.DefaultSamplingParams()
+	p.MaxTokens = g.maxTokens
+	p.Temperature, p.TopP, p.TopK = float32(g.temperature), float32(g.topP), g.topK
+	p.MinP, p.RepetitionPenalty = float32(g.minP), float32(g.repPenalty)
+	if g.seed >= 0 {
+		p.Seed = &g.seed
+	}
+	ids := e.Tokenizer().Encode(prompt, true, g.chat)
+	s, err := e.AddRequest(engine.Request{PromptTokens: ids, Params: p})
+	if err != nil {
+		return err
+	}
+	return streamText(ctx, s, len(ids), stdout, stderr)
+}
+
+func renderPrompt(tok *tokenizer.Tokenizer, g generateFlags) (string, error) {
+	if !g.chat {
+		return g.prompt, nil
+	}
+	var msgs []tokenizer.Message
+	if g.system != "" {
+		msgs = append(msgs, tokenizer.Message{Role: "system", Content: g.system})
+	}
+	msgs = append(msgs, tokenizer.Message{Role: "user", Content: g.prompt})
+	return tok.ApplyChatTemplate(msgs, true)
+}
+
+func streamText(ctx context.Context, s *engine.Stream, promptLen int, stdout, stderr io.Writer) error {
+	var last engine.RequestOutput
+	n := 0
+	for {
+		o, err := s.Recv(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if o.Err != nil {
+			return o.Err
+		}
+		for _, c := range o.Outputs {
+			fmt.Fprint(stdout, c.Text)
+			n += len(c.TokenIDs)
+		}
+		last = o
+	}
+	fmt.Fprintln(stdout)
+	m := last.Metrics
+	prefill := m.FirstToken.Sub(m.FirstScheduled)
+	decode := m.LastToken.Sub(m.FirstToken)
+	fmt.Fprintf(stderr, "prompt: %d tokens in %v (%.1f tok/s); generated: %d tokens, decode %.1f tok/s\n",
+		promptLen, prefill.Round(time.Millisecond), rate(promptLen, prefill), n, rate(n-1, decode))
+	return nil
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 || n <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

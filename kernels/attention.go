@@ -1,0 +1,147 @@
+package kernels
+
+import "fmt"
+
+// KVType is the element type of a paged KV cache.
+type KVType int
+
+const (
+	KVF32  KVType = iota // float32
+	KVF16                // IEEE half, rounded to nearest even on write
+	KVBF16               // bfloat16, rounded to nearest even on write
+)
+
+// KVLayer is one layer of a paged KV cache. K and V are laid out as
+// (block, slot, kvHead, headDim): cache slot s (block s/BlockSize, offset
+// s%BlockSize) holds one token's keys at K[s·KVHeads·HeadDim:] and its
+// values at the same offset of V. F32 caches use K32/V32, the 16-bit ones
+// K16/V16 (raw bit patterns).
+type KVLayer struct {
+	Type      KVType
+	K32, V32  []float32
+	K16, V16  []uint16
+	BlockSize int
+	KVHeads   int
+	HeadDim   int
+}
+
+// Slots is the number of token slots in the layer.
+func (l *KVLayer) Slots() int {
+	n := len(l.K32)
+	if l.Type != KVF32 {
+		n = len(l.K16)
+	}
+	return n / (l.KVHeads * l.HeadDim)
+}
+
+// WriteKV stores token i's keys k[i] and values v[i] (rows of
+// KVHeads·HeadDim) into cache slot slots[i], converting to the cache type.
+// A negative slot marks a padding token and is skipped.
+func WriteKV(l *KVLayer, slots []int32, k, v []float32) {
+	stride := l.KVHeads * l.HeadDim
+	if len(k) != len(slots)*stride || len(v) != len(k) {
+		panic(fmt.Sprintf("kernels: WriteKV of %d slots with %d keys and %d values of stride %d", len(slots), len(k), len(v), stride))
+	}
+	for i, s := range slots {
+		if s < 0 {
+			continue
+		}
+		src := k[i*stride : (i+1)*stride]
+		val := v[i*stride : (i+1)*stride]
+		off := int(s) * stride
+		switch l.Type {
+		case KVF32:
+			copy(l.K32[off:off+stride], src)
+			copy(l.V32[off:off+stride], val)
+		case KVF16:
+			for j := range stride {
+				l.K16[off+j] = F32ToF16(src[j])
+				l.V16[off+j] = F32ToF16(val[j])
+			}
+		case KVBF16:
+			for j := range stride {
+				l.K16[off+j] = F32ToBF16(src[j])
+				l.V16[off+j] = F32ToBF16(val[j])
+			}
+		}
+	}
+}
+
+// Attention is one paged attention call over a flat batch of n tokens from
+// several sequences. Sequence s owns tokens QueryStart[s] ≤ i <
+// QueryStart[s+1]; token i attends to positions 0..Positions[i] of its own
+// sequence, found through BlockTables[s] (position p lives in slot
+// BlockTables[s][p/BlockSize]·BlockSize + p%BlockSize). Those K/V rows must
+// already be written (WriteKV), including the batch's own tokens. Query
+// head h reads KV head h/(Heads/KVHeads).
+type Attention struct {
+	Q           []float32 // (n, Heads, HeadDim) rotated queries
+	Out         []float32 // (n, Heads, HeadDim) result
+	Positions   []int32   // (n) position of each token in its sequence
+	QueryStart  []int32   // (numSeqs+1) prefix sums of query lengths
+	BlockTables [][]int32 // (numSeqs, blocks) physical block ids
+	Heads       int
+	Scale       float32 // score scale, usually 1/sqrt(HeadDim)
+	Mode        AttnMode
+}
+
+// AttnMode selects which of llama.cpp's two CPU attention paths the
+// rounding follows. Both compute softmax(Scale·q·Kᵀ)·V; they differ only
+// in where values are rounded to the cache's precision, which is enough to
+// change greedy choices of quantized models.
+type AttnMode int
+
+const (
+	// AttnMatMul (the default) follows ggml's unfused path (llama.cpp with
+	// flash attention off, as llama-cpp-python runs it): the query is
+	// rounded to the cache type, all scores are computed, the softmax is
+	// taken over the context (sum in float64), the probabilities are
+	// rounded to the cache type (F16, BF16) and the values are accumulated
+	// in float32.
+	AttnMatMul AttnMode = iota
+	// AttnFlash follows ggml's flash attention (llama-server's default):
+	// the query is rounded to the cache type (F16, BF16), positions are
+	// visited in order with an online softmax (running maximum M and sum
+	// S, rescaling by exp(M_old − s) when the maximum grows), and an F16
+	// cache accumulates the weighted values in F16. F32 and BF16 caches
+	// accumulate in float32.
+	AttnFlash
+)
+
+// Attention computes softmax(Scale·q·Kᵀ)·V for every (token, query head),
+// split over the workers by (token, head), rounding as a.Mode says. Each
+// task visits its context positions in order, so a token's result depends
+// only on its own sequence, never on the rest of the batch or the thread
+// count.
+//
+// It panics on inconsistent shapes; callers validate batches first.
+func (p *Pool) Attention(a *Attention, kv *KVLayer) {
+	n := len(a.Positions)
+	checkAttention(a, kv, n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at.seqOf = grow(p.at.seqOf, n)
+	for s := range len(a.QueryStart) - 1 {
+		for i := a.QueryStart[s]; i < a.QueryStart[s+1]; i++ {
+			p.at.seqOf[i] = int32(s)
+		}
+	}
+	p.at.a, p.at.kv, p.at.k, p.at.scratch = a, kv, p.impl, p.scratch
+	p.run(&p.at, n*a.Heads)
+	p.at.a, p.at.kv = nil, nil
+}
+
+func checkAttention(a *Attention, kv *KVLayer, n int) {
+	hd := kv.HeadDim
+	ns := len(a.QueryStart) - 1
+	ok := a.Heads > 0 && kv.KVHeads > 0 && a.Heads%kv.KVHeads == 0 && hd > 0 && kv.BlockSize > 0 &&
+		len(a.Q) == n*a.Heads*hd && len(a.Out) == len(a.Q) && ns >= 0 && len(a.BlockTables) == ns &&
+		(ns == 0 && n == 0 || ns > 0 && a.QueryStart[0] == 0 && int(a.QueryStart[ns]) == n)
+	for s := 0; ok && s < ns; s++ {
+		ok = a.QueryStart[s] <= a.QueryStart[s+1]
+	}
+	if !ok {
+		panic(fmt.Sprintf("kernels: Attention shapes: %d tokens, %d heads over %d KV heads of dim %d, Q %d, Out %d, %d query starts, %d block tables",
+			n, a.Heads, kv.KVHeads, hd, len(a.Q), len(a.Out), len(a.QueryStart), len(a.BlockTables)))
+	}
+}

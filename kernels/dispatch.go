@@ -1,0 +1,108 @@
+package kernels
+
+import (
+	"os"
+
+	"pagoda/gguf"
+)
+
+// numTypes bounds the gguf.Type values the dot table is indexed by.
+const numTypes = 32
+
+// impl is one implementation of the hot loops. The generic one is always
+// present; CPU-specific ones (assembly) are listed by accelerated() and must
+// reduce in the same documented orders.
+type impl struct {
+	name string
+	// dot[t] multiplies one row of a type-t weight with one activation row
+	// converted by quantize[actKindOf(t)]. Nil for unsupported types.
+	dot      [numTypes]func(w []byte, a *actRow) float32
+	quantize [numActKinds]func(dst *actRow, x []float32)
+
+	dotF32   func(a, b []float32) float32
+	dotF16   func(a []float32, b []uint16) float32
+	dotBF16  func(a []float32, b []uint16) float32
+	axpyF32  func(dst []float32, a float32, x []float32)
+	axpyF16  func(dst []float32, a float32, x []uint16)
+	axpyB16  func(dst []float32, a float32, x []uint16)
+	madF16   func(acc []uint16, a float32, x []uint16)
+	scaleF16 func(acc []uint16, a float32)
+	scaleF32 func(x []float32, a float32)
+
+	rmsNorm func(dst, x, w []float32, eps float32)
+	softmax func(x []float32)
+	silu    func(dst, x []float32)
+	swiGLU  func(dst, gate, up []float32)
+	add     func(dst, x []float32)
+	mul     func(dst, x []float32)
+}
+
+// generic is the portable reference implementation.
+var generic = &impl{
+	name: "generic",
+	dot: func() (d [numTypes]func([]byte, *actRow) float32) {
+		d[gguf.F32] = dotF32WGeneric
+		d[gguf.F16] = dotF16WGeneric
+		d[gguf.BF16] = dotBF16WGeneric
+		d[gguf.Q4_0] = dotQ4_0Generic
+		d[gguf.Q4_1] = dotQ4_1Generic
+		d[gguf.Q5_0] = dotQ5_0Generic
+		d[gguf.Q5_1] = dotQ5_1Generic
+		d[gguf.Q8_0] = dotQ8_0Generic
+		d[gguf.Q2_K] = dotQ2KGeneric
+		d[gguf.Q3_K] = dotQ3KGeneric
+		d[gguf.Q4_K] = dotQ4KGeneric
+		d[gguf.Q5_K] = dotQ5KGeneric
+		d[gguf.Q6_K] = dotQ6KGeneric
+		return d
+	}(),
+	quantize: [numActKinds]func(*actRow, []float32){
+		actF32:  quantizeF32Generic,
+		actF16:  quantizeF16Generic,
+		actBF16: quantizeBF16Generic,
+		actQ8_0: quantizeQ8_0Generic,
+		actQ8_1: quantizeQ8_1Generic,
+		actQ8K:  quantizeQ8KGeneric,
+	},
+	dotF32:   dotF32Generic,
+	dotF16:   dotF16Generic,
+	dotBF16:  dotBF16Generic,
+	axpyF32:  axpyF32Generic,
+	axpyF16:  axpyF16Generic,
+	axpyB16:  axpyBF16Generic,
+	madF16:   madF16Generic,
+	scaleF16: scaleF16Generic,
+	scaleF32: scaleF32Generic,
+	rmsNorm:  rmsNormGeneric,
+	softmax:  softmaxGeneric,
+	silu:     siluGeneric,
+	swiGLU:   swiGLUGeneric,
+	add:      addGeneric,
+	mul:      mulGeneric,
+}
+
+// implementations lists every implementation usable on this machine, best
+// first, the generic reference last. With the noasm build tag only the
+// reference is listed.
+func implementations() []*impl {
+	if noasm {
+		return []*impl{generic}
+	}
+	return append(accelerated(), generic)
+}
+
+// chooseImpl picks the implementation used by default: the best available,
+// or the generic reference when noasmEnv is "1".
+func chooseImpl(noasmEnv string) *impl {
+	if noasmEnv == "1" {
+		return generic
+	}
+	return implementations()[0]
+}
+
+// def is the implementation chosen at start-up; it is never reassigned.
+var def = chooseImpl(os.Getenv("PAGODA_NOASM"))
+
+// Implementation names the implementation in use ("generic" when the
+// reference is forced by the noasm tag or PAGODA_NOASM=1).
+func Implementation() string { return def.name }

@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pagoda/gguf"
+)
+
+// forEachImpl runs f once per available implementation (generic included),
+// as a subtest named after it.
+func forEachImpl(t *testing.T, f func(t *testing.T, k *impl)) {
+	t.Helper()
+	for _, k := range implementations() {
+		t.Run(k.name, func(t *testing.T) { f(t, k) })
+	}
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
+
+// randVec returns n values, normally distributed with the given scale,
+// with a few outliers so that block maxima vary.
+func randVec(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		x := r.NormFloat64() * scale
+		if r.IntN(50) == 0 {
+			x *= 6
+		}
+		v[i] = float32(x)
+	}
+	return v
+}
+
+// quantWeight builds a random rows×cols weight of type t with gguf's
+// reference quantizer and returns it with its dequantized values (rows,
+// cols).
+func quantWeight(t *testing.T, r *rand.Rand, typ gguf.Type, rows, cols int) (Weight, []float32) {
+	t.Helper()
+	src := randVec(r, rows*cols, 0.5)
+	data, err := gguf.Quantize(typ, src)
+	if err != nil {
+		t.Fatalf("quantize %v: %v", typ, err)
+	}
+	deq := make([]float32, rows*cols)
+	if err := gguf.Dequantize(typ, data, deq); err != nil {
+		t.Fatalf("dequantize %v: %v", typ, err)
+	}
+	w := Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return w, deq
+}
+
+// dequantAct returns the float values a converted activation row stands
+// for (the exact multiplicand of the integer dot products).
+func dequantAct(kind actKind, a *actRow, cols int) []float32 {
+	out := make([]float32, cols)
+	switch kind {
+	case actF32, actF16, actBF16:
+		copy(out, a.f)
+	default:
+		bl := kind.block()
+		for i := range cols {
+			out[i] = a.d[i/bl] * float32(a.qs[i])
+		}
+	}
+	return out
+}
+
+// closeTo reports |got−want| ≤ tol.
+func closeTo(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+// allWeightTypes are the weight types MatMul supports, with column counts
+// to sweep.
+var allWeightTypes = []struct {
+	typ  gguf.Type
+	cols []int
+}{
+	{gguf.F32, []int{1, 7, 8, 9, 33, 172}},
+	{gguf.F16, []int{1, 8, 15, 64, 100}},
+	{gguf.BF16, []int{1, 8, 15, 64, 100}},
+	{gguf.Q4_0, []int{32, 64, 96, 576}},
+	{gguf.Q4_1, []int{32, 64, 96, 576}},
+	{gguf.Q5_0, []int{32, 64, 96, 576}},
+	{gguf.Q5_1, []int{32, 64, 96, 576}},
+	{gguf.Q8_0, []int{32, 64, 96, 576}},
+	{gguf.Q2_K, []int{256, 512, 768}},
+	{gguf.Q3_K, []int{256, 512, 768}},
+	{gguf.Q4_K, []int{256, 512, 768}},
+	{gguf.Q5_K, []int{256, 512, 768}},
+	{gguf.Q6_K, []int{256, 512, 768}},
+}

@@ -1,0 +1,121 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+
+	"pagoda/kernels"
+	"pagoda/model"
+)
+
+// Forward runs the batch through the model, writes every token's keys and
+// values into its cache slot, and stores the logits of the rows listed in
+// b.LogitIndices into logits (len(LogitIndices) × VocabSize), in that
+// order. The batch is validated first; an invalid batch returns an error
+// wrapping ErrBadBatch and leaves the cache untouched.
+//
+// Every token's result depends only on its own sequence: all kernels are
+// row-wise or per (token, head), so logits are bit-identical whatever else
+// shares the batch. In the last layer only the logit rows go on past
+// attention.
+func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pool == nil {
+		return fmt.Errorf("llama: Forward after Close")
+	}
+	if err := m.checkCache(kv); err != nil {
+		return err
+	}
+	if err := m.checkBatch(b, kv, logits); err != nil {
+		return err
+	}
+	c, s := &m.cfg, &m.s
+	n, rows := len(b.Tokens), len(b.LogitIndices)
+	s.size(*c, n, rows)
+	s.layerViews(kv)
+	for i, tok := range b.Tokens {
+		kernels.DequantizeRow(s.x[i*c.Dim:(i+1)*c.Dim], m.embd, int(tok))
+	}
+	half := c.Rope.Dim / 2
+	for i, pos := range b.Positions {
+		m.rope.Angles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], pos)
+	}
+	s.attn = kernels.Attention{
+		Q: s.q, Out: s.att, Positions: b.Positions, QueryStart: b.QueryStart, BlockTables: b.BlockTables,
+		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
+	}
+	for l := range m.layers {
+		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n)
+		x, att, nr := s.x, s.att, n
+		if l == len(m.layers)-1 {
+			x, att, nr = m.gatherLogitRows(b.LogitIndices), s.ga, rows
+		}
+		if nr > 0 {
+			m.residual(&m.layers[l], x, att, nr)
+		}
+	}
+	if rows > 0 {
+		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
+		m.pool.MatMul(logits, m.output, s.gx, rows)
+	}
+	s.attn = kernels.Attention{}
+	return nil
+}
+
+// attention runs the attention half of a block up to the attention output
+// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention.
+func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
+	c, s := &m.cfg, &m.s
+	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
+	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
+	m.pool.MatMul(s.q, ly.wq, s.xb, n)
+	m.pool.MatMul(s.k, ly.wk, s.xb, n)
+	m.pool.MatMul(s.v, ly.wv, s.xb, n)
+	for i := range n {
+		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
+		if ly.bq != nil {
+			kernels.Add(q, ly.bq)
+		}
+		if ly.bk != nil {
+			kernels.Add(k, ly.bk)
+		}
+		if ly.bv != nil {
+			kernels.Add(v, ly.bv)
+		}
+		cos, sin := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
+		m.rope.Apply(q, c.HeadDim, cos, sin)
+		m.rope.Apply(k, c.HeadDim, cos, sin)
+	}
+	kernels.WriteKV(kv, slots, s.k, s.v)
+	m.pool.Attention(&s.attn, kv)
+}
+
+// gatherLogitRows copies the residual and attention rows listed in idx
+// into s.gx and s.ga and returns s.gx.
+func (m *Model) gatherLogitRows(idx []int32) []float32 {
+	c, s := &m.cfg, &m.s
+	qd := c.Heads * c.HeadDim
+	for j, i := range idx {
+		copy(s.gx[j*c.Dim:(j+1)*c.Dim], s.x[int(i)*c.Dim:])
+		copy(s.ga[j*qd:(j+1)*qd], s.att[int(i)*qd:])
+	}
+	return s.gx
+}
+
+// residual finishes a block on nr rows: x += Wo·att, then
+// x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)).
+func (m *Model) residual(ly *layer, x, att []float32, nr int) {
+	c, s := &m.cfg, &m.s
+	d, h := nr*c.Dim, nr*c.HiddenDim
+	xb := s.xb[:d]
+	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	kernels.Add(x[:d], xb)
+	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
+	gate, up := s.gate[:h], s.up[:h]
+	m.pool.MatMul(gate, ly.gate, xb, nr)
+	m.pool.MatMul(up, ly.up, xb, nr)
+	kernels.SwiGLU(gate, gate, up)
+	m.pool.MatMul(xb, ly.down, gate, nr)
+	kernels.Add(x[:d], xb)
+}

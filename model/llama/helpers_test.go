@@ -1,0 +1,212 @@
+package llama
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"pagoda/gguf"
+	"pagoda/model"
+)
+
+const (
+	storiesPath    = "../../../shared/models/stories260K/stories260K.gguf"
+	storiesRefPath = "../../../shared/testdata/reference/stories260K.public.json"
+	smolRefPath    = "../../testdata/reference/smollm2-135m-instruct-q4_1.json"
+	smolFile       = "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+
+// refFile is a llama.cpp greedy reference: per prompt, 64 steps with the
+// chosen id, its log-probability and the top-5 [id, logprob] pairs.
+type refFile struct {
+	Cases []refCase `json:"cases"`
+}
+
+type refCase struct {
+	Prompt       string    `json:"prompt"`
+	PromptTokens []int32   `json:"prompt_tokens"`
+	Steps        []refStep `json:"steps"`
+}
+
+type refStep struct {
+	ID      int32       `json:"id"`
+	Logprob float64     `json:"logprob"`
+	Top     [][]float64 `json:"top"`
+}
+
+func readRef(t *testing.T, path string) refFile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	var r refFile
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("reference %s: %v", path, err)
+	}
+	if len(r.Cases) == 0 {
+		t.Fatalf("reference %s has no cases", path)
+	}
+	return r
+}
+
+// openModel loads a GGUF model with the given options.
+func openModel(t testing.TB, path string, opt Options) *Model {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	m, err := New(f, opt)
+	if err != nil {
+		f.Close()
+		t.Fatalf("load %s: %v", path, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// smolPath locates the SmolLM2 model as the Makefile provides it.
+func smolPath(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PAGODA_MODELS")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "pagoda", "models")
+	}
+	p := filepath.Join(dir, smolFile)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing (%v): run `make model` first", p, err)
+	}
+	return p
+}
+
+// seq is one sequence being decoded: its tokens and the blocks holding
+// their keys and values, allocated sequentially from a shared counter.
+type seq struct {
+	tokens []int32
+	table  []int32
+	done   int // tokens whose K/V are in the cache
+}
+
+// blockAlloc hands out cache blocks in order.
+type blockAlloc struct {
+	next, total int32
+}
+
+func (a *blockAlloc) grow(t testing.TB, s *seq, ctx, bs int) {
+	for len(s.table)*bs < ctx {
+		if a.next == a.total {
+			t.Fatalf("test cache of %d blocks exhausted", a.total)
+		}
+		s.table = append(s.table, a.next)
+		a.next++
+	}
+}
+
+// addSeq appends sequence s's pending tokens (done..len) to the batch.
+func addSeq(b *model.Batch, s *seq, bs int, wantLogits bool) {
+	if len(b.QueryStart) == 0 {
+		b.QueryStart = []int32{0}
+	}
+	for p := s.done; p < len(s.tokens); p++ {
+		b.Tokens = append(b.Tokens, s.tokens[p])
+		b.Positions = append(b.Positions, int32(p))
+		b.SlotMapping = append(b.SlotMapping, s.table[p/bs]*int32(bs)+int32(p%bs))
+	}
+	if wantLogits {
+		b.LogitIndices = append(b.LogitIndices, int32(len(b.Tokens)-1))
+	}
+	b.QueryStart = append(b.QueryStart, int32(len(b.Tokens)))
+	b.ContextLens = append(b.ContextLens, int32(len(s.tokens)))
+	b.BlockTables = append(b.BlockTables, s.table)
+}
+
+// decoder runs one sequence: the prompt is prefilled in one batch, then
+// one token per step.
+type decoder struct {
+	m      *Model
+	kv     *model.KVCache
+	alloc  *blockAlloc
+	s      *seq
+	logits []float32
+}
+
+func newDecoder(m *Model, kv *model.KVCache, alloc *blockAlloc, prompt []int32) *decoder {
+	return &decoder{m: m, kv: kv, alloc: alloc, s: &seq{tokens: append([]int32(nil), prompt...)},
+		logits: make([]float32, m.Config().VocabSize)}
+}
+
+// next runs the pending tokens and returns the log-softmax of the last.
+func (d *decoder) next(t testing.TB) []float64 {
+	t.Helper()
+	d.alloc.grow(t, d.s, len(d.s.tokens), d.kv.BlockSize)
+	var b model.Batch
+	addSeq(&b, d.s, d.kv.BlockSize, true)
+	if err := d.m.Forward(&b, d.kv, d.logits); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	d.s.done = len(d.s.tokens)
+	return logSoftmax(d.logits)
+}
+
+// push appends a token to the sequence.
+func (d *decoder) push(id int32) { d.s.tokens = append(d.s.tokens, id) }
+
+// greedy decodes steps tokens after prompt and returns the ids and every
+// step's log-softmax row.
+func greedy(t testing.TB, m *Model, kv *model.KVCache, alloc *blockAlloc, prompt []int32, steps int) ([]int32, [][]float64) {
+	t.Helper()
+	d := newDecoder(m, kv, alloc, prompt)
+	var ids []int32
+	var rows [][]float64
+	for range steps {
+		lp := d.next(t)
+		id := argmax(lp)
+		ids = append(ids, id)
+		rows = append(rows, lp)
+		d.push(id)
+	}
+	return ids, rows
+}
+
+func logSoftmax(x []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - mx)
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - mx - math.Log(sum)
+	}
+	return out
+}
+
+// argmax returns the first index of the largest value (as llama.cpp's
+// greedy sampler).
+func argmax(x []float64) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// topK returns the k largest entries' ids.
+func topK(x []float64, k int) []int32 {
+	ids := make([]int32, len(x))
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return x[ids[a]] > x[ids[b]] })
+	return ids[:k]
+}

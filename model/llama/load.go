@@ -1,0 +1,198 @@
+// Package llama implements the Llama family of decoder-only transformers
+// (Llama, SmolLM, Mistral, Qwen2) over the kernels package: pre-norm
+// blocks of grouped-query attention with rotary embeddings and a SwiGLU
+// feed-forward, run on a flat paged batch.
+package llama
+
+import (
+	"fmt"
+	"sync"
+
+	"pagoda/gguf"
+	"pagoda/kernels"
+	"pagoda/model"
+)
+
+func init() {
+	for arch := range archs {
+		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
+			return New(f, Options{Threads: o.Threads})
+		})
+	}
+}
+
+// Options tune how a model runs; the zero value is the default.
+type Options struct {
+	// Threads is the number of kernel workers; ≤ 0 means GOMAXPROCS.
+	Threads int
+	// Attention selects which llama.cpp CPU attention path the rounding
+	// reproduces: kernels.AttnMatMul (the default: flash attention off, as
+	// llama-cpp-python) or kernels.AttnFlash (llama-server's default).
+	Attention kernels.AttnMode
+}
+
+// layer holds one transformer block's weights. Matrices are slices of the
+// file mapping in their file encoding; norm weights and biases are small
+// float32 copies.
+type layer struct {
+	attnNorm []float32      // (Dim)
+	wq       kernels.Weight // (Heads·HeadDim, Dim)
+	wk, wv   kernels.Weight // (KVHeads·HeadDim, Dim)
+	wo       kernels.Weight // (Dim, Heads·HeadDim)
+	bq       []float32      // (Heads·HeadDim) or nil
+	bk, bv   []float32      // (KVHeads·HeadDim) or nil
+	ffnNorm  []float32      // (Dim)
+	gate, up kernels.Weight // (HiddenDim, Dim)
+	down     kernels.Weight // (Dim, HiddenDim)
+}
+
+// Model is a loaded Llama-family model. Forward calls are serialised; the
+// model owns a kernels.Pool and scratch buffers reused across calls.
+type Model struct {
+	cfg     model.Config
+	opt     Options
+	f       *gguf.File
+	embd    kernels.Weight // (VocabSize, Dim) token embeddings
+	outNorm []float32      // (Dim)
+	output  kernels.Weight // (VocabSize, Dim); the embeddings when tied
+	layers  []layer
+	rope    *kernels.Rope
+	pool    *kernels.Pool
+
+	mu sync.Mutex // serialises Forward; guards s
+	s  scratch
+}
+
+// New builds a model from an open GGUF file of architecture llama, mistral
+// or qwen2. The model keeps slices of f's mapping and closes f in Close; on
+// error f is left open for the caller.
+func New(f *gguf.File, opt Options) (*Model, error) {
+	cfg, err := readConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, f: f, opt: opt}
+	t := &tensors{f: f, cfg: cfg}
+	m.embd = t.matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
+	m.outNorm = t.vector("output_norm.weight", cfg.Dim)
+	m.output = m.embd
+	if _, ok := f.TensorInfo("output.weight"); ok {
+		m.output = t.matrix("output.weight", cfg.VocabSize, cfg.Dim)
+	}
+	for i := range cfg.Layers {
+		m.layers = append(m.layers, t.layer(i))
+	}
+	var freqs []float32
+	if _, ok := f.TensorInfo("rope_freqs.weight"); ok {
+		freqs = t.vector("rope_freqs.weight", cfg.Rope.Dim/2)
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
+		return nil, fmt.Errorf("llama: %w", err)
+	}
+	m.pool = kernels.NewPool(opt.Threads)
+	return m, nil
+}
+
+// tensors fetches and checks tensors, keeping the first error.
+type tensors struct {
+	f   *gguf.File
+	cfg model.Config
+	err error
+}
+
+func (t *tensors) fail(name, format string, args ...any) {
+	if t.err == nil {
+		t.err = fmt.Errorf("llama: tensor %s: %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+// matrix returns a 2-D weight of rows×cols (GGUF dims [cols, rows]).
+func (t *tensors) matrix(name string, rows, cols int) kernels.Weight {
+	data, info, err := t.f.TensorData(name)
+	if err != nil {
+		t.fail(name, "%v", err)
+		return kernels.Weight{}
+	}
+	if len(info.Dims) != 2 || info.Dims[0] != cols || info.Dims[1] != rows {
+		t.fail(name, "shape %v, want [%d %d]", info.Dims, cols, rows)
+		return kernels.Weight{}
+	}
+	w := kernels.Weight{Type: info.Type, Data: data, Rows: rows, Cols: cols}
+	if err := w.Validate(); err != nil {
+		t.fail(name, "%v", err)
+	}
+	return w
+}
+
+// vector returns a 1-D tensor of n elements converted to float32.
+func (t *tensors) vector(name string, n int) []float32 {
+	data, info, err := t.f.TensorData(name)
+	if err != nil {
+		t.fail(name, "%v", err)
+		return nil
+	}
+	if len(info.Dims) != 1 || info.Dims[0] != n {
+		t.fail(name, "shape %v, want [%d]", info.Dims, n)
+		return nil
+	}
+	v := make([]float32, n)
+	if err := gguf.Dequantize(info.Type, data, v); err != nil {
+		t.fail(name, "%v", err)
+	}
+	return v
+}
+
+// layer fetches block i; biases are optional (Qwen2 has Q/K/V biases).
+func (t *tensors) layer(i int) layer {
+	c := t.cfg
+	name := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
+	q, kv := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	l := layer{
+		attnNorm: t.vector(name("attn_norm.weight"), c.Dim),
+		wq:       t.matrix(name("attn_q.weight"), q, c.Dim),
+		wk:       t.matrix(name("attn_k.weight"), kv, c.Dim),
+		wv:       t.matrix(name("attn_v.weight"), kv, c.Dim),
+		wo:       t.matrix(name("attn_output.weight"), c.Dim, q),
+		ffnNorm:  t.vector(name("ffn_norm.weight"), c.Dim),
+		gate:     t.matrix(name("ffn_gate.weight"), c.HiddenDim, c.Dim),
+		up:       t.matrix(name("ffn_up.weight"), c.HiddenDim, c.Dim),
+		down:     t.matrix(name("ffn_down.weight"), c.Dim, c.HiddenDim),
+	}
+	l.bq = t.optVector(name("attn_q.bias"), q)
+	l.bk = t.optVector(name("attn_k.bias"), kv)
+	l.bv = t.optVector(name("attn_v.bias"), kv)
+	return l
+}
+
+func (t *tensors) optVector(name string, n int) []float32 {
+	if _, ok := t.f.TensorInfo(name); !ok {
+		return nil
+	}
+	return t.vector(name, n)
+}
+
+// Config returns the model's shape.
+func (m *Model) Config() model.Config { return m.cfg }
+
+// NewKVCache allocates a paged cache shaped for this model.
+func (m *Model) NewKVCache(numBlocks, blockSize int, dtype model.KVType) (*model.KVCache, error) {
+	if dtype != model.KVF32 && dtype != model.KVF16 && dtype != model.KVBF16 {
+		return nil, fmt.Errorf("llama: unknown KV cache type %v", dtype)
+	}
+	return model.NewKVCache(m.cfg.Layers, numBlocks, blockSize, m.cfg.KVHeads, m.cfg.HeadDim, dtype)
+}
+
+// Close stops the worker pool and closes the GGUF file.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pool == nil {
+		return nil
+	}
+	m.pool.Close()
+	m.pool = nil
+	return m.f.Close()
+}

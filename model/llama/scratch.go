@@ -1,0 +1,70 @@
+package llama
+
+import (
+	"pagoda/kernels"
+	"pagoda/model"
+)
+
+// scratch holds the activations of one Forward call. Buffers grow to the
+// largest batch seen and are reused, so a steady-state step allocates
+// nothing. n is the batch's token count, m its number of logit rows.
+type scratch struct {
+	x    []float32 // (n, Dim) residual stream
+	xb   []float32 // (n, Dim) normalised input, then block output
+	q    []float32 // (n, Heads·HeadDim) queries
+	k, v []float32 // (n, KVHeads·HeadDim) keys and values of the new tokens
+	att  []float32 // (n, Heads·HeadDim) attention output
+	gate []float32 // (n, HiddenDim) gate projection, then SwiGLU output
+	up   []float32 // (n, HiddenDim) up projection
+	cos  []float32 // (n, RopeDim/2) rotation of every token's position
+	sin  []float32 // (n, RopeDim/2)
+	gx   []float32 // (m, Dim) residual rows that produce logits
+	ga   []float32 // (m, Heads·HeadDim) their attention output
+	kv   []kernels.KVLayer
+	attn kernels.Attention
+}
+
+// size grows every buffer for n tokens and m logit rows.
+func (s *scratch) size(c model.Config, n, m int) {
+	q, kv, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
+	s.x = grow(s.x, n*c.Dim)
+	s.xb = grow(s.xb, n*c.Dim)
+	s.q = grow(s.q, n*q)
+	s.k = grow(s.k, n*kv)
+	s.v = grow(s.v, n*kv)
+	s.att = grow(s.att, n*q)
+	s.gate = grow(s.gate, n*c.HiddenDim)
+	s.up = grow(s.up, n*c.HiddenDim)
+	s.cos = grow(s.cos, n*half)
+	s.sin = grow(s.sin, n*half)
+	s.gx = grow(s.gx, m*c.Dim)
+	s.ga = grow(s.ga, m*q)
+	s.kv = grow(s.kv, c.Layers)
+}
+
+// layerViews points s.kv at every layer of the paged cache.
+func (s *scratch) layerViews(kv *model.KVCache) {
+	typ := kernels.KVF32
+	switch kv.Type {
+	case model.KVF16:
+		typ = kernels.KVF16
+	case model.KVBF16:
+		typ = kernels.KVBF16
+	}
+	for l := range s.kv {
+		v := kernels.KVLayer{Type: typ, BlockSize: kv.BlockSize, KVHeads: kv.KVHeads, HeadDim: kv.HeadDim}
+		if kv.Type == model.KVF32 {
+			v.K32, v.V32 = kv.K32[l], kv.V32[l]
+		} else {
+			v.K16, v.V16 = kv.K16[l], kv.V16[l]
+		}
+		s.kv[l] = v
+	}
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,119 @@
+package llama
+
+import (
+	"errors"
+	"fmt"
+
+	"pagoda/model"
+)
+
+// ErrBadBatch is wrapped by every batch validation error of Forward.
+var ErrBadBatch = errors.New("llama: invalid batch")
+
+func badBatch(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
+}
+
+// checkCache verifies that kv was shaped for this model.
+func (m *Model) checkCache(kv *model.KVCache) error {
+	c := m.cfg
+	if kv == nil {
+		return badBatch("nil KV cache")
+	}
+	if kv.KVHeads != c.KVHeads || kv.HeadDim != c.HeadDim || kv.BlockSize <= 0 || kv.NumBlocks <= 0 {
+		return badBatch("KV cache of %d heads × %d dims, blocks %d×%d; model has %d KV heads × %d dims",
+			kv.KVHeads, kv.HeadDim, kv.NumBlocks, kv.BlockSize, c.KVHeads, c.HeadDim)
+	}
+	per := kv.NumBlocks * kv.BlockSize * kv.KVHeads * kv.HeadDim
+	k, v := len(kv.K32), len(kv.V32)
+	if kv.Type != model.KVF32 {
+		k, v = len(kv.K16), len(kv.V16)
+	}
+	if k != c.Layers || v != c.Layers {
+		return badBatch("KV cache has %d/%d layers of type %v, model has %d", k, v, kv.Type, c.Layers)
+	}
+	for l := range c.Layers {
+		var kn, vn int
+		if kv.Type == model.KVF32 {
+			kn, vn = len(kv.K32[l]), len(kv.V32[l])
+		} else {
+			kn, vn = len(kv.K16[l]), len(kv.V16[l])
+		}
+		if kn != per || vn != per {
+			return badBatch("KV cache layer %d holds %d/%d values, want %d", l, kn, vn, per)
+		}
+	}
+	return nil
+}
+
+// checkBatch verifies a batch against the model and cache: consistent
+// lengths, sequences laid end to end, each sequence's tokens being the
+// last positions of its context, block tables covering the context with
+// blocks inside the cache, each slot matching its position's block (or -1
+// for a token whose K/V is not stored), token ids inside the vocabulary
+// and logit rows inside the batch.
+func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) error {
+	if b == nil {
+		return badBatch("nil batch")
+	}
+	n, ns := len(b.Tokens), b.NumSeqs()
+	switch {
+	case n == 0 || ns == 0:
+		return badBatch("empty batch")
+	case len(b.Positions) != n || len(b.SlotMapping) != n:
+		return badBatch("%d tokens, %d positions, %d slots", n, len(b.Positions), len(b.SlotMapping))
+	case len(b.QueryStart) != ns+1 || len(b.BlockTables) != ns:
+		return badBatch("%d sequences, %d query starts, %d block tables", ns, len(b.QueryStart), len(b.BlockTables))
+	case b.QueryStart[0] != 0 || int(b.QueryStart[ns]) != n:
+		return badBatch("query starts %d..%d do not span the %d tokens", b.QueryStart[0], b.QueryStart[ns], n)
+	case len(logits) != len(b.LogitIndices)*m.cfg.VocabSize:
+		return badBatch("logits buffer of %d for %d rows of %d", len(logits), len(b.LogitIndices), m.cfg.VocabSize)
+	}
+	for i, t := range b.Tokens {
+		if t < 0 || int(t) >= m.cfg.VocabSize {
+			return badBatch("token %d: id %d outside the vocabulary of %d", i, t, m.cfg.VocabSize)
+		}
+	}
+	for s := range ns {
+		if err := m.checkSeq(b, kv, s); err != nil {
+			return err
+		}
+	}
+	for j, i := range b.LogitIndices {
+		if i < 0 || int(i) >= n {
+			return badBatch("logit index %d: row %d outside the %d tokens", j, i, n)
+		}
+	}
+	return nil
+}
+
+// checkSeq verifies sequence s of the batch.
+func (m *Model) checkSeq(b *model.Batch, kv *model.KVCache, s int) error {
+	q0, q1, ctx := int(b.QueryStart[s]), int(b.QueryStart[s+1]), int(b.ContextLens[s])
+	bs := kv.BlockSize
+	switch {
+	case q1 <= q0:
+		return badBatch("sequence %d: no tokens (query starts %d, %d)", s, q0, q1)
+	case ctx < q1-q0 || ctx > m.cfg.ContextLen:
+		return badBatch("sequence %d: context %d for %d new tokens, model context %d", s, ctx, q1-q0, m.cfg.ContextLen)
+	case len(b.BlockTables[s]) < (ctx+bs-1)/bs:
+		return badBatch("sequence %d: %d blocks cannot hold %d tokens of %d-slot blocks", s, len(b.BlockTables[s]), ctx, bs)
+	}
+	table := b.BlockTables[s][:(ctx+bs-1)/bs]
+	for i, blk := range table {
+		if blk < 0 || int(blk) >= kv.NumBlocks {
+			return badBatch("sequence %d: block table entry %d is block %d of %d", s, i, blk, kv.NumBlocks)
+		}
+	}
+	for i := q0; i < q1; i++ {
+		pos := ctx - (q1 - q0) + (i - q0)
+		if int(b.Positions[i]) != pos {
+			return badBatch("token %d of sequence %d: position %d, want %d", i, s, b.Positions[i], pos)
+		}
+		want := table[pos/bs]*int32(bs) + int32(pos%bs)
+		if slot := b.SlotMapping[i]; slot != want && slot != -1 {
+			return badBatch("token %d of sequence %d: slot %d, want %d from the block table", i, s, slot, want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestSmolLM2Vectors checks pagoda against ids that Hugging Face's tokenizers library computed
+// (testdata/gen_smollm2_vectors.py) for the default model.
+func TestSmolLM2Vectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/smollm2.vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs struct {
+		Cases []struct {
+			Text string  `json:"text"`
+			IDs  []int32 `json:"ids"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		t.Fatal(err)
+	}
+	if len(vs.Cases) < 40 {
+		t.Fatalf("only %d cases", len(vs.Cases))
+	}
+	tk := smolTokenizer(t)
+	for i, c := range vs.Cases {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			got := tk.Encode(c.Text, false, true)
+			if !equalIDs(got, c.IDs) {
+				t.Fatalf("Encode(%q)\n got %v\nwant %v", c.Text, got, c.IDs)
+			}
+			if back := tk.Decode(got); back != c.Text {
+				t.Errorf("Decode(Encode(%q)) = %q", c.Text, back)
+			}
+		})
+	}
+}
+
+// TestSmolLM2Metadata checks what FromGGUF read from the default model against its
+// tokenizer.json and config.json.
+func TestSmolLM2Metadata(t *testing.T) {
+	tk := smolTokenizer(t)
+	raw, err := os.ReadFile(sharedModels + "/smollm2-135m-instruct-tokenizer/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf struct {
+		Model struct {
+			Vocab map[string]int32 `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &hf); err != nil {
+		t.Fatal(err)
+	}
+	if tk.VocabSize() != 49152 || len(hf.Model.Vocab) != tk.VocabSize() {
+		t.Fatalf("vocab size %d, tokenizer.json has %d", tk.VocabSize(), len(hf.Model.Vocab))
+	}
+	for text, id := range hf.Model.Vocab {
+		if got := tk.TokenText(id); got != text {
+			t.Fatalf("token %d is %q in the GGUF, %q in tokenizer.json", id, got, text)
+		}
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"model", tk.Model(), ModelBPE},
+		{"pre", tk.Pre(), "smollm"},
+		{"BOS", tk.BOS(), int32(1)},
+		{"EOS", tk.EOS(), int32(2)},
+		{"EOT", tk.EOT(), int32(2)},
+		{"PAD", tk.PAD(), int32(2)},
+		{"AddBOS", tk.AddBOS(), false},
+		{"AddEOS", tk.AddEOS(), false},
+		{"IsEOG(<|im_end|>)", tk.IsEOG(2), true},
+		{"IsEOG(<|endoftext|>)", tk.IsEOG(0), true},
+		{"IsEOG(<|im_start|>)", tk.IsEOG(1), false},
+		{"EOGs", fmt.Sprint(tk.EOGs()), "[0 2]"},
+		{"TokenType(<|im_start|>)", tk.TokenType(1), TypeControl},
+		{"Piece(<|im_start|>)", tk.Piece(1), "<|im_start|>"},
+		{"Piece(Ġworld)", tk.Piece(905), " world"},
+		{"has chat template", tk.ChatTemplate() != "", true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}

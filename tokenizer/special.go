@@ -1,0 +1,89 @@
+package tokenizer
+
+import "strings"
+
+// fragment is a piece of the input: raw text still to tokenize, or an already-known token.
+type fragment struct {
+	text string
+	id   int32 // NoToken for raw text
+}
+
+// Encode tokenizes text.
+//
+// With parseSpecial, the texts of control and unknown tokens (e.g. "<|im_start|>") in the input
+// become those tokens; user-defined tokens are always recognised, as in llama.cpp and Hugging
+// Face. Special texts are split out longest first, before any other tokenization. With
+// addSpecial, BOS is prepended when the vocabulary's add_bos_token is set and EOS appended
+// when add_eos_token is set. An empty text yields no tokens besides those.
+func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	out := make([]int32, 0, len(text)/3+2)
+	if addSpecial && t.addBOS {
+		out = append(out, t.bos)
+	}
+	prevSpecial := true // SPM: the first text fragment gets the leading space
+	for _, f := range t.partition(text, parseSpecial) {
+		switch {
+		case f.id != NoToken:
+			out = append(out, f.id)
+			prevSpecial = true
+		case t.model == ModelSPM:
+			out = t.spmEncode(f.text, t.addSpacePrefix && prevSpecial, out)
+			prevSpecial = false
+		default:
+			out = t.bpeEncode(f.text, out)
+		}
+	}
+	if addSpecial && t.addEOS {
+		out = append(out, t.eos)
+	}
+	return out
+}
+
+// partition splits text on the special tokens' texts, longest token first, as llama.cpp's
+// tokenizer_st_partition does. Tokens with the rstrip attribute (Phi-3) drop the ASCII
+// whitespace that follows them.
+func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
+	if text == "" {
+		return nil
+	}
+	frags := []fragment{{text: text, id: NoToken}}
+	var next []fragment
+	for _, id := range t.special {
+		if !parseSpecial && t.types[id] != TypeUserDefined {
+			continue
+		}
+		tok := t.tokens[id]
+		next = next[:0]
+		for _, f := range frags {
+			if f.id != NoToken || !strings.Contains(f.text, tok) {
+				next = append(next, f)
+				continue
+			}
+			next = t.splitOn(f.text, tok, id, next)
+		}
+		frags, next = next, frags
+	}
+	return frags
+}
+
+// splitOn appends the fragments of s with every occurrence of tok replaced by token id.
+func (t *Tokenizer) splitOn(s, tok string, id int32, dst []fragment) []fragment {
+	for {
+		i := strings.Index(s, tok)
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			dst = append(dst, fragment{text: s[:i], id: NoToken})
+		}
+		dst = append(dst, fragment{id: id})
+		s = s[i+len(tok):]
+		if t.rstrip[id] {
+			s = strings.TrimLeft(s, " \t\n\v\f\r")
+		}
+	}
+	if s != "" {
+		dst = append(dst, fragment{text: s, id: NoToken})
+	}
+	return dst
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs pristine copies of llama.cpp's vocabulary-only test GGUFs into the model cache
+# ($PAGODA_MODELS/ggml-vocab, default ~/.cache/pagoda/models/ggml-vocab).
+#
+# Why: the copies under shared/models/ggml-vocab/*.gguf were damaged in transit — every byte
+# sequence that is not valid UTF-8 was replaced by U+FFFD (EF BF BD), which breaks the binary
+# GGUF structure (array lengths, float scores). Exactly `pristine.decode("utf-8", "replace")`.
+# The .inp/.out test vectors there are text and intact; the tokenizer tests read them from
+# shared/ and read a GGUF from the cache when the shared one does not parse.
+#
+# Source: the llama-cpp-python sdist on PyPI vendors llama.cpp, including models/ggml-vocab-*.gguf
+# (MIT). The files are checked against the sha256 sums below.
+set -euo pipefail
+
+version=0.3.36
+dest="${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/ggml-vocab"
+declare -A sums=(
+  [ggml-vocab-llama-spm.gguf]=16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69
+  [ggml-vocab-gpt-2.gguf]=cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac
+  [ggml-vocab-phi-3.gguf]=967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
+  [ggml-vocab-deepseek-llm.gguf]=867f77537b54565f0d81d508c04edc41aa1d4ffc1a92745f225b4c1b02755f76
+)
+
+have_all=1
+for f in "${!sums[@]}"; do
+  if ! echo "${sums[$f]}  $dest/$f" | sha256sum -c --status 2>/dev/null; then
+    have_all=0
+  fi
+done
+if [ "$have_all" = 1 ]; then
+  exit 0
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$tmp"
+mkdir -p "$dest"
+for f in "${!sums[@]}"; do
+  tar -xzf "$tmp/llama_cpp_python-$version.tar.gz" -C "$tmp" \
+    "llama_cpp_python-$version/vendor/llama.cpp/models/$f"
+  cp "$tmp/llama_cpp_python-$version/vendor/llama.cpp/models/$f" "$dest/$f.tmp"
+  echo "${sums[$f]}  $dest/$f.tmp" | sha256sum -c --quiet
+  mv "$dest/$f.tmp" "$dest/$f"
+done
+echo "installed ggml-vocab test files into $dest"

@@ -1,0 +1,59 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestGGMLVocabVectors runs llama.cpp's tokenizer test vectors (test-tokenizer-0: no BOS, no
+// special-token parsing) and checks that decoding gives the input back.
+func TestGGMLVocabVectors(t *testing.T) {
+	for _, name := range []string{"llama-spm", "phi-3", "gpt-2", "deepseek-llm"} {
+		t.Run(name, func(t *testing.T) {
+			tk := vocabTokenizer(t, name)
+			for i, v := range readVocabVectors(t, name) {
+				t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+					got := tk.Encode(v.input, false, false)
+					if !equalIDs(got, v.want) {
+						t.Fatalf("Encode(%q)\n got %v\nwant %v", v.input, got, v.want)
+					}
+					if back := tk.Decode(got); back != v.input {
+						t.Errorf("Decode(Encode(%q)) = %q", v.input, back)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestStoriesPromptTokens reproduces the prompt ids llama.cpp produced for stories260K (BOS
+// added, as llama-server does).
+func TestStoriesPromptTokens(t *testing.T) {
+	raw, err := os.ReadFile("../../shared/testdata/reference/stories260K.public.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []struct {
+			Prompt       string  `json:"prompt"`
+			PromptTokens []int32 `json:"prompt_tokens"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) == 0 {
+		t.Fatal("no prompts in the reference file")
+	}
+	tk := storiesTokenizer(t)
+	for i, p := range ref.Cases {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			got := tk.Encode(p.Prompt, true, true)
+			if !equalIDs(got, p.PromptTokens) {
+				t.Fatalf("Encode(%q)\n got %v\nwant %v", p.Prompt, got, p.PromptTokens)
+			}
+		})
+	}
+}
