@@ -15,8 +15,11 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/pagoda
 
+# The default model, and pristine copies of llama.cpp's vocabulary test files
+# (the shared copies were damaged in transit; see tokenizer/testdata/README.md).
 model:
 	@bash scripts/fetch-model.sh
+	@bash scripts/fetch-ggml-vocab.sh
 
 serve: model build
 	./$(BIN) generate --model $(DEFAULT_MODEL) --chat --prompt "$(PROMPT)" --max-tokens 128

@@ -77,7 +77,12 @@ func sharedModel(parts ...string) string {
 // ~/.cache/pagoda/models. It fails the test when the file is missing.
 func smolLMPath(t testing.TB) string {
 	t.Helper()
-	const name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+	return cachedModel(t, "SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+// cachedModel locates a file `make model` installs in the model cache.
+func cachedModel(t testing.TB, name string) string {
+	t.Helper()
 	dir := os.Getenv("PAGODA_MODELS")
 	if dir == "" {
 		home, err := os.UserHomeDir()

@@ -58,7 +58,7 @@ func cached(t testing.TB, key string, load func() *Tokenizer) *Tokenizer {
 
 // vocabTokenizer loads shared/models/ggml-vocab/ggml-vocab-NAME.gguf. The shared copies were
 // damaged in transit (non-UTF-8 bytes replaced by U+FFFD, which breaks GGUF); when the shared
-// file does not load, the pristine copy that testdata/fetch_ggml_vocab.sh installs in the model
+// file does not load, the pristine copy that scripts/fetch-ggml-vocab.sh installs in the model
 // cache is used instead.
 func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
@@ -71,7 +71,7 @@ func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 		tk, errCache := loadGGUF(t, filepath.Join(modelCache(t), "ggml-vocab", file))
 		if errCache != nil {
 			t.Fatalf("cannot load %s: shared copy: %v; cached copy: %v\n"+
-				"run tokenizer/testdata/fetch_ggml_vocab.sh (the shared copy is UTF-8-mangled)", file, errShared, errCache)
+				"run make model (scripts/fetch-ggml-vocab.sh) (the shared copy is UTF-8-mangled)", file, errShared, errCache)
 		}
 		return tk
 	})
