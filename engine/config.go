@@ -17,6 +17,7 @@ type Config struct {
 	MaxModelLen         int    // 0: the model's trained context length
 	BlockSize           int    // tokens per KV block
 	KVCacheMemory       int64  // bytes of device KV cache; 0: a default from free RAM
+	NumBlocksOverride   int    // device KV blocks, overriding KVCacheMemory (tests, tuning)
 	SwapSpace           int64  // bytes of host swap space for preempted groups
 	KVCacheType         model.KVType
 	MaxNumSeqs          int
@@ -55,6 +56,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--swap-space must be ≥ 0 bytes, got %d", c.SwapSpace)
 	case c.MaxModelLen < 0:
 		return fmt.Errorf("--max-model-len must be ≥ 1, got %d", c.MaxModelLen)
+	case c.NumBlocksOverride < 0:
+		return fmt.Errorf("--num-gpu-blocks-override must be ≥ 0, got %d", c.NumBlocksOverride)
 	case c.Threads < 0:
 		return fmt.Errorf("--threads must be ≥ 0, got %d", c.Threads)
 	}
@@ -72,6 +75,9 @@ func (c *Config) cacheSizes(mc model.Config) (numBlocks, numHostBlocks int, err 
 		mem = min(want, availableMemory()/4)
 	}
 	numBlocks = int(mem / per)
+	if c.NumBlocksOverride > 0 {
+		numBlocks = c.NumBlocksOverride
+	}
 	minBlocks := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize
 	if numBlocks < minBlocks {
 		return 0, 0, fmt.Errorf("--kv-cache-memory %d bytes holds %d blocks of %d tokens (%d bytes each); "+

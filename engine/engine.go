@@ -274,7 +274,7 @@ type Stats struct {
 	KVUsage                   float64 // fraction of device blocks in use
 	NumBlocks, NumHostBlocks  int
 	Prefix                    kvcache.Stats
-	Preemptions               int64
+	Preemptions, SwapOuts     int64
 	PromptTokens              int64 // prompt tokens computed (not served from cache)
 	GenerationTokens          int64
 	Steps                     int64
@@ -290,7 +290,7 @@ func (e *Engine) publishStats() {
 	s.KVUsage = e.blocks.Usage()
 	s.NumBlocks, s.NumHostBlocks = e.NumBlocks()
 	s.Prefix = e.blocks.Stats()
-	s.Preemptions = e.sched.NumPreemptions
+	s.Preemptions, s.SwapOuts = e.sched.NumPreemptions, e.sched.NumSwapOuts
 	s.LastStep = time.Now()
 	e.snap.Store(&s)
 }

@@ -214,6 +214,7 @@ func (e *Engine) emit(r *request, done bool, err error) {
 	if done {
 		r.metrics.Finished = time.Now()
 		delete(e.reqs, r.id)
+		e.sched.Remove(r.group)
 	}
 	o.Metrics = r.metrics
 	if len(o.Outputs) > 0 || len(o.PromptLogprobs) > 0 || done {

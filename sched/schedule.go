@@ -137,6 +137,7 @@ func (s *Scheduler) preempt(g *Group) error {
 		}
 		g.setStatus(StatusSwapped)
 		s.swapped = append(s.swapped, g)
+		s.NumSwapOuts++
 		return nil
 	}
 	for _, q := range g.Seqs {

@@ -123,8 +123,9 @@ type Scheduler struct {
 	seqIDs   int64
 	ids      []int64 // scratch sequence ids
 
-	// NumPreemptions counts preemptions since start.
-	NumPreemptions int64
+	// NumPreemptions counts preemptions since start; NumSwapOuts those
+	// that swapped a group out (the rest recomputed).
+	NumPreemptions, NumSwapOuts int64
 }
 
 // New returns a scheduler over the block manager kv.
@@ -195,6 +196,14 @@ func (s *Scheduler) FinishSeq(q *Sequence) {
 		_ = s.kv.Free(q.ID) // cannot fail for a known sequence
 	}
 	q.Status = StatusFinished
+}
+
+// Remove drops a finished group from the running queue at once (Schedule
+// would at its next call). It does nothing to an unfinished group.
+func (s *Scheduler) Remove(g *Group) {
+	if g.Finished() {
+		s.running = slices.DeleteFunc(s.running, func(x *Group) bool { return x == g })
+	}
 }
 
 // Abort removes the group of requestID from whichever queue holds it and

@@ -1,6 +1,8 @@
 // Command pagoda runs and serves Llama-family GGUF models on CPUs.
 //
 //	pagoda generate --model M --prompt P   generate text from one prompt
+//	pagoda bench throughput --model M      offline throughput benchmark
+//	pagoda buckets [flags]                 print the shape buckets of a configuration
 //	pagoda model info M                    print a GGUF file's metadata and tensors
 //	pagoda version                         print the version
 package main
@@ -25,6 +27,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"generate", "generate text from one prompt", runGenerate},
+		{"bench", "benchmarks: " + benchNames(), runBench},
+		{"buckets", "print the shape buckets of a configuration", runBuckets},
 		{"model", "inspect model files (model info FILE)", runModel},
 		{"version", "print the version", func(_ []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, "pagoda", version)

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// benchCommands are the `pagoda bench` subcommands.
+func benchCommands() []command {
+	return []command{
+		{"throughput", "offline throughput: N prompts submitted at once to the engine", runBenchThroughput},
+	}
+}
+
+// runBench dispatches `pagoda bench <kind>`.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{fmt.Errorf("missing benchmark (want one of: %s)", benchNames())}
+	}
+	for _, c := range benchCommands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	return usageError{fmt.Errorf("unknown benchmark %q (want one of: %s)", args[0], benchNames())}
+}
+
+func benchNames() string {
+	s := ""
+	for i, c := range benchCommands() {
+		if i > 0 {
+			s += ", "
+		}
+		s += c.name
+	}
+	return s
+}

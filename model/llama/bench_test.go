@@ -1,0 +1,42 @@
+package llama
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"pagoda/model"
+)
+
+// BenchmarkSmolLM2Decode measures single-sequence decode steps of the
+// default model against a 64-token context (tok/s).
+func BenchmarkSmolLM2Decode(b *testing.B) {
+	dir := os.Getenv("PAGODA_MODELS")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "pagoda", "models")
+	}
+	m := openModel(b, filepath.Join(dir, smolFile), Options{})
+	kv, err := m.NewKVCache(8, 16, model.KVF16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int32, 64)
+	for i := range prompt {
+		prompt[i] = int32(100 + i)
+	}
+	d := newDecoder(m, kv, &blockAlloc{total: 8}, prompt)
+	d.next(b)
+	d.push(42)
+	d.alloc.grow(b, d.s, len(d.s.tokens), kv.BlockSize)
+	batch := &model.Batch{}
+	addSeq(batch, d.s, kv.BlockSize, true)
+	logits := make([]float32, m.Config().VocabSize)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := m.Forward(batch, kv, logits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
