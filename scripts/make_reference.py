@@ -77,8 +77,13 @@ def log_softmax(x):
 
 def main():
     path, out = sys.argv[1], sys.argv[2]
-    llm = Llama(model_path=path, n_ctx=512, n_threads=N_THREADS, n_batch=512,
-                logits_all=True, verbose=False)
+    # n_batch 1: every token, prompt included, goes through llama.cpp's
+    # decode path. Its batched prompt path sums in another order (tinyBLAS),
+    # and on SmolLM2 (activations ~2e4, int8-quantized between layers) such
+    # last-bit differences flip activation roundings and change greedy
+    # choices; llama.cpp's own batched and token-by-token runs disagree.
+    llm = Llama(model_path=path, n_ctx=512, n_threads=N_THREADS, n_batch=1, n_ubatch=1,
+                logits_all=True, verbose=False, flash_attn=False)
     meta = llm.metadata
     add_bos = meta.get("tokenizer.ggml.add_bos_token", "true") == "true"
     template = meta.get("tokenizer.chat_template", "")
@@ -107,7 +112,7 @@ def main():
         if kind == "chat":
             case["messages"] = p
         cases.append(case)
-    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts off, "
+    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts off, n_batch 1, F16 KV cache, flash attention off, "
                         f"command: python3 scripts/make_reference.py {path.split('/')[-1]} {out}",
            "n_predict": N_PREDICT, "cases": cases}
     with open(out, "w") as f:
