@@ -147,12 +147,14 @@ func (e *Engine) finishIgnored(groups []*sched.Group) {
 }
 
 // failAll ends every request with err after a step failed, freeing their
-// blocks, and returns err.
+// blocks, and returns err. The step's blocks were registered in the prefix
+// cache but never computed, so the cache is reset.
 func (e *Engine) failAll(err error) error {
 	for id, r := range e.reqs {
 		e.sched.Abort(id)
 		e.finishRequest(r, FinishAbort, fmt.Errorf("engine step failed: %w", err))
 	}
+	e.blocks.ResetPrefixCache()
 	return err
 }
 

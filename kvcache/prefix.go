@@ -122,3 +122,17 @@ func (m *Manager) register(id int32) {
 		p.cached[b.hash] = id
 	}
 }
+
+// ResetPrefixCache forgets every cached block: free blocks lose their hash
+// (they become plain free blocks), blocks in use keep theirs but can no
+// longer be hit. The engine calls it after a failed step, whose reserved
+// blocks were registered but never computed.
+func (m *Manager) ResetPrefixCache() {
+	p := m.device
+	for h, id := range p.cached {
+		if b := &p.blocks[id]; b.ref == 0 {
+			b.hashed = false
+		}
+		delete(p.cached, h)
+	}
+}

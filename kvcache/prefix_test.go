@@ -208,3 +208,20 @@ func TestCachingOffHashesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestResetPrefixCache(t *testing.T) {
+	m := newManager(t, Config{BlockSize: 2, NumBlocks: 8, EnablePrefixCaching: true})
+	mustAllocate(t, m, 1, seq(10, 5), 0)
+	mustFree(t, m, 1)
+	if m.NumCachedTokens(seq(10, 5)) != 4 {
+		t.Fatal("expected a cached prefix before the reset")
+	}
+	m.ResetPrefixCache()
+	check(t, m)
+	if n := m.NumCachedTokens(seq(10, 5)); n != 0 {
+		t.Fatalf("%d cached tokens after the reset", n)
+	}
+	mustAllocate(t, m, 2, seq(10, 5), 0)
+	mustFree(t, m, 2)
+	check(t, m)
+}
