@@ -131,7 +131,7 @@ func (m *Manager) ResetPrefixCache() {
 	p := m.device
 	for h, id := range p.cached {
 		if b := &p.blocks[id]; b.ref == 0 {
-			b.hashed = false
+			b.hashed, b.numTokens = false, 0
 		}
 		delete(p.cached, h)
 	}
