@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"pagoda/bucket"
 	"pagoda/model"
 	"pagoda/sched"
 )
@@ -25,6 +26,10 @@ type Config struct {
 	EnablePrefixCaching bool
 	Preemption          sched.PreemptionMode
 	Threads             int // 0: all cores
+	// EnforceEager runs every step without captured plans.
+	EnforceEager bool
+	// Bucketing configures the shape buckets plans are captured for.
+	Bucketing bucket.Options
 }
 
 // DefaultConfig returns the defaults of `pagoda serve`.
@@ -37,7 +42,27 @@ func DefaultConfig(modelPath string) Config {
 		MaxNumSeqs:          64,
 		MaxNumBatchedTokens: 2048,
 		EnablePrefixCaching: true,
+		Bucketing:           defaultBucketing(),
 	}
+}
+
+// defaultBucketing is the exponential strategy with merged prefill: a
+// prompt step is one flat batch, so its bucket is (1, total tokens, total
+// context blocks), as the runner builds it.
+func defaultBucketing() bucket.Options {
+	o := bucket.DefaultOptions()
+	o.MergedPrefill = true
+	return o
+}
+
+// bucketTable builds the buckets plans are captured for, or nil with
+// EnforceEager.
+func (c *Config) bucketTable(numBlocks int) (*bucket.Table, error) {
+	if c.EnforceEager {
+		return nil, nil
+	}
+	return bucket.New(bucket.Limits{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens,
+		MaxModelLen: c.MaxModelLen, BlockSize: c.BlockSize, NumBlocks: numBlocks}, c.Bucketing)
 }
 
 // MaxBlockSize bounds --block-size.

@@ -101,12 +101,26 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	table, err := cfg.bucketTable(numBlocks)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
-		runner: runner.New(m, blocks, ce), wake: make(chan struct{}, 1),
+		runner: runner.New(m, blocks, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{}), reqs: map[string]*request{}}
 	e.publishStats()
 	return e, nil
 }
+
+// Warmup captures the runner's step plans (nothing with EnforceEager).
+// Call it before Start; progress, if set, is called after each run.
+func (e *Engine) Warmup(progress func(done, total int)) (runner.WarmupStats, error) {
+	return e.runner.Warmup(progress)
+}
+
+// Runner returns the model runner, for its plans and statistics. Only the
+// owner of the engine state may use it.
+func (e *Engine) Runner() *runner.Runner { return e.runner }
 
 // Config returns the validated configuration (MaxModelLen resolved).
 func (e *Engine) Config() Config { return e.cfg }

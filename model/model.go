@@ -96,6 +96,13 @@ type LoadOptions struct {
 	Threads int // kernel worker threads; ≤ 0 means GOMAXPROCS
 }
 
+// Reserver is implemented by models that can size their activation
+// buffers ahead of time (warm-up), so that no later step up to numTokens
+// tokens and numLogits logit rows allocates.
+type Reserver interface {
+	Reserve(numTokens, numLogits int)
+}
+
 // Loader builds a model from an open GGUF file. The model may keep slices
 // of the file's mapping; the file stays open until Model.Close.
 type Loader func(f *gguf.File, opts LoadOptions) (Model, error)

@@ -7,6 +7,7 @@ package runner
 import (
 	"fmt"
 
+	"pagoda/bucket"
 	"pagoda/kvcache"
 	"pagoda/model"
 	"pagoda/sched"
@@ -19,9 +20,21 @@ type Runner struct {
 	cache  *CacheEngine
 	vocab  int
 
+	plans  *plans // nil: eager (no captured plans)
+	last   *Plan  // plan of the latest step, nil when it ran eagerly
+
 	batch  model.Batch
 	logits []float32 // (len(batch.LogitIndices), vocab)
 	rows   []Rows
+}
+
+// Options configure a runner.
+type Options struct {
+	// Buckets enables captured step plans, one per bucket; nil runs every
+	// step eagerly (--enforce-eager).
+	Buckets *bucket.Table
+	// MaxNumSeqs bounds the sequences of any step.
+	MaxNumSeqs int
 }
 
 // Rows locates a scheduled sequence's logits in the step's logits: rows
@@ -33,9 +46,18 @@ type Rows struct {
 }
 
 // New returns a runner for m over the block manager's tables and cache.
-func New(m model.Model, blocks *kvcache.Manager, cache *CacheEngine) *Runner {
-	return &Runner{model: m, blocks: blocks, cache: cache, vocab: m.Config().VocabSize}
+// With opts.Buckets, call Warmup before the first step.
+func New(m model.Model, blocks *kvcache.Manager, cache *CacheEngine, opts Options) *Runner {
+	r := &Runner{model: m, blocks: blocks, cache: cache, vocab: m.Config().VocabSize}
+	if opts.Buckets != nil {
+		r.plans = newPlans(opts.Buckets, max(1, opts.MaxNumSeqs))
+	}
+	return r
 }
+
+// LastPlan returns the plan the latest step ran with, or nil when it ran
+// eagerly.
+func (r *Runner) LastPlan() *Plan { return r.last }
 
 // Cache returns the cache engine.
 func (r *Runner) Cache() *CacheEngine { return r.cache }
@@ -48,6 +70,9 @@ func (r *Runner) Execute(out *sched.Output) (logits []float32, rows []Rows, err 
 	}
 	if len(out.Seqs) == 0 {
 		return nil, nil, nil
+	}
+	if r.plans != nil {
+		r.last = r.plans.find(out, r.blocks.BlockSize())
 	}
 	if err := r.build(out); err != nil {
 		return nil, nil, err

@@ -37,7 +37,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{m, blocks, s, New(m, blocks, ce)}
+	return &fixture{m, blocks, s, New(m, blocks, ce, Options{})}
 }
 
 func (f *fixture) add(id string, tokens ...int32) {

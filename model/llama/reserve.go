@@ -1,0 +1,9 @@
+package llama
+
+// Reserve grows the activation buffers for batches of up to numTokens
+// tokens and numLogits logit rows (model.Reserver).
+func (m *Model) Reserve(numTokens, numLogits int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.s.size(m.cfg, numTokens, numLogits)
+}
