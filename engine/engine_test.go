@@ -22,7 +22,9 @@ func TestStoriesReferenceUnderPressure(t *testing.T) {
 		mutate func(*Config)
 	}{
 		{"roomy", nil},
-		{"block128", func(c *Config) { c.BlockSize, c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens = 128, 6, 8, 128 }},
+		{"block128", func(c *Config) {
+			c.BlockSize, c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens = 128, 6, 8, 128
+		}},
 		{"tight_recompute", func(c *Config) {
 			c.BlockSize, c.NumBlocksOverride, c.MaxNumBatchedTokens, c.MaxNumSeqs, c.MaxModelLen = 4, 48, 16, 8, 128
 		}},

@@ -20,8 +20,8 @@ type Runner struct {
 	cache  *CacheEngine
 	vocab  int
 
-	plans  *plans // nil: eager (no captured plans)
-	last   *Plan  // plan of the latest step, nil when it ran eagerly
+	plans *plans // nil: eager (no captured plans)
+	last  *Plan  // plan of the latest step, nil when it ran eagerly
 
 	batch  model.Batch
 	logits []float32 // (len(batch.LogitIndices), vocab)
