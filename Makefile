@@ -8,7 +8,7 @@ DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 PROMPT      ?= What is the capital of France?
 
-.PHONY: all build model serve test vet fmt-check bench clean
+.PHONY: all build model deps serve test vet fmt-check bench clean
 
 all: build
 
@@ -22,9 +22,24 @@ model:
 	@bash scripts/fetch-ggml-vocab.sh
 
 serve: model build
-	./$(BIN) generate --model $(DEFAULT_MODEL) --chat --prompt "$(PROMPT)" --max-tokens 128
+	./$(BIN) serve $(DEFAULT_MODEL)
 
-test: model fmt-check vet
+# Test tools from Debian: promtool (package prometheus) checks the /metrics
+# exposition; python3-venv lets the end-to-end test install the OpenAI client.
+# Installed only when missing, and only as root (otherwise: a hint).
+deps:
+	@need=""; \
+	command -v promtool >/dev/null 2>&1 || need="$$need prometheus"; \
+	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \
+	  else \
+	    echo "missing test tools:$$need (install them: sudo apt-get install$$need)"; \
+	  fi; \
+	fi
+
+test: model deps fmt-check vet
 	$(GO) test -race -timeout 60m ./...
 
 vet:

@@ -9,6 +9,7 @@ import (
 func benchCommands() []command {
 	return []command{
 		{"throughput", "offline throughput: N prompts submitted at once to the engine", runBenchThroughput},
+		{"serve", "online serving benchmark against an OpenAI-compatible server", runBenchServe},
 	}
 }
 

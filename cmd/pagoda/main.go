@@ -1,5 +1,6 @@
 // Command pagoda runs and serves Llama-family GGUF models on CPUs.
 //
+//	pagoda serve [MODEL] [flags]           serve the OpenAI-compatible HTTP API
 //	pagoda generate --model M --prompt P   generate text from one prompt
 //	pagoda bench throughput --model M      offline throughput benchmark
 //	pagoda buckets [flags]                 print the shape buckets of a configuration
@@ -26,6 +27,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "serve a model over the OpenAI-compatible HTTP API", runServe},
 		{"generate", "generate text from one prompt", runGenerate},
 		{"bench", "benchmarks: " + benchNames(), runBench},
 		{"buckets", "print the shape buckets of a configuration", runBuckets},

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"pagoda/bench"
+)
+
+// benchServeFlags are `pagoda bench serve`'s flags, spelled as `vllm bench
+// serve`'s.
+type benchServeFlags struct {
+	baseURL, host, endpoint, model, apiKey string
+	port                                   int
+	dataset, datasetPath                   string
+	inputLen, outputLen, numPrompts        int
+	rangeRatio                             float64
+	seed                                   uint64
+	requestRate                            string
+	maxConcurrency                         int
+	ignoreEOS, disableTqdm                 bool
+	percentileMetrics, metricPercentiles   string
+	saveResult, saveDetailed               bool
+	resultDir, resultFile                  string
+}
+
+// runBenchServe implements `pagoda bench serve`, like `vllm bench serve`:
+// it benchmarks any OpenAI-compatible server (pagoda, vLLM, llama.cpp's
+// llama-server, Ollama). Random prompts are made of common English words,
+// one token each in the usual vocabularies, so no tokenizer is needed; the
+// token counts reported are the server's own (usage), when it sends them.
+func runBenchServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench serve", stderr)
+	var f benchServeFlags
+	fs.StringVar(&f.baseURL, "base-url", "", "server URL (default http://HOST:PORT)")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "server host, when --base-url is not given")
+	fs.IntVar(&f.port, "port", 8000, "server port, when --base-url is not given")
+	fs.StringVar(&f.endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")
+	fs.StringVar(&f.model, "model", "", "model name to request (default: the first of GET /v1/models)")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("OPENAI_API_KEY"), "bearer key (default $OPENAI_API_KEY)")
+	fs.StringVar(&f.dataset, "dataset-name", "random", "random, or jsonl (--dataset-path lines {\"prompt\": ..., \"output_len\": N})")
+	fs.StringVar(&f.datasetPath, "dataset-path", "", "JSONL file of prompts (--dataset-name jsonl)")
+	fs.IntVar(&f.inputLen, "random-input-len", 1024, "prompt tokens (random dataset)")
+	fs.IntVar(&f.outputLen, "random-output-len", 128, "output tokens (random dataset; default for JSONL lines without one)")
+	fs.Float64Var(&f.rangeRatio, "random-range-ratio", 0, "lengths drawn from [len·(1−r), len·(1+r)]")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the dataset and the arrival times")
+	fs.IntVar(&f.numPrompts, "num-prompts", 1000, "requests to send")
+	fs.StringVar(&f.requestRate, "request-rate", "inf", "requests/s, Poisson arrivals; inf sends all at once")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "requests in flight at most (0 = no limit)")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "ask the server to ignore EOS (vLLM, llama.cpp)")
+	fs.StringVar(&f.percentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el", "metrics to report: ttft, tpot, itl, e2el")
+	fs.StringVar(&f.metricPercentiles, "metric-percentiles", "99", "percentiles to report, e.g. 50,90,99")
+	fs.BoolVar(&f.saveResult, "save-result", false, "save the result as JSON")
+	fs.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request lengths, latencies, texts and errors")
+	fs.StringVar(&f.resultDir, "result-dir", ".", "directory of the saved result")
+	fs.StringVar(&f.resultFile, "result-filename", "", "file name of the saved result (default: backend-rate-qps-concurrency-model-date.json)")
+	fs.BoolVar(&f.disableTqdm, "disable-tqdm", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return benchServe(f, stdout, stderr)
+}
+
+// parseRate reads --request-rate: a positive number or inf.
+func parseRate(s string) (float64, error) {
+	if strings.EqualFold(s, "inf") {
+		return math.Inf(1), nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r <= 0 || math.IsNaN(r) {
+		return 0, fmt.Errorf("--request-rate must be a positive number or inf, got %q", s)
+	}
+	return r, nil
+}
+
+// parseMetrics reads --percentile-metrics and --metric-percentiles.
+func parseMetrics(metrics, percentiles string) ([]string, []float64, error) {
+	var ms []string
+	for _, m := range strings.Split(metrics, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case bench.MetricTTFT, bench.MetricTPOT, bench.MetricITL, bench.MetricE2EL:
+			ms = append(ms, m)
+		default:
+			return nil, nil, fmt.Errorf("--percentile-metrics: %q is not one of ttft, tpot, itl, e2el", m)
+		}
+	}
+	var ps []float64
+	for _, p := range strings.Split(percentiles, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v <= 0 || v >= 100 {
+			return nil, nil, fmt.Errorf("--metric-percentiles: %q is not in (0, 100)", p)
+		}
+		ps = append(ps, v)
+	}
+	return ms, ps, nil
+}
+
+func (f *benchServeFlags) prompts() ([]bench.Prompt, error) {
+	switch f.dataset {
+	case "random":
+		return bench.RandomPrompts(f.numPrompts, f.inputLen, f.outputLen, f.rangeRatio, f.seed)
+	case "jsonl":
+		if f.datasetPath == "" {
+			return nil, usageError{errors.New("--dataset-name jsonl needs --dataset-path")}
+		}
+		return bench.ReadJSONL(f.datasetPath, f.numPrompts, f.outputLen)
+	}
+	return nil, usageError{fmt.Errorf("--dataset-name: %q is not random or jsonl", f.dataset)}
+}
+
+func benchServe(f benchServeFlags, stdout, stderr io.Writer) error {
+	rate, err := parseRate(f.requestRate)
+	if err != nil {
+		return usageError{err}
+	}
+	metrics, percentiles, err := parseMetrics(f.percentileMetrics, f.metricPercentiles)
+	if err != nil {
+		return usageError{err}
+	}
+	prompts, err := f.prompts()
+	if err != nil {
+		return err
+	}
+	if f.baseURL == "" {
+		f.baseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if f.model == "" {
+		if f.model, err = bench.FetchModel(ctx, nil, f.baseURL, f.apiKey); err != nil {
+			return fmt.Errorf("--model not given and %w", err)
+		}
+	}
+	c := &bench.Client{BaseURL: f.baseURL, Endpoint: f.endpoint, Model: f.model, APIKey: f.apiKey, IgnoreEOS: f.ignoreEOS}
+	fmt.Fprintf(stderr, "Starting initial single prompt test run...\n")
+	if res := c.Send(ctx, prompts[0]); !res.Success {
+		return fmt.Errorf("initial test run failed (check the server and --endpoint/--model): %s", res.Error)
+	}
+	fmt.Fprintf(stderr, "Initial test run completed. Starting main benchmark run...\n")
+	fmt.Fprintf(stderr, "Traffic request rate: %s, maximum request concurrency: %s, %d prompts\n",
+		f.requestRate, concurrencyText(f.maxConcurrency), len(prompts))
+	cfg := bench.Config{Client: c, RequestRate: rate, MaxConcurrency: f.maxConcurrency, Seed: f.seed}
+	if !f.disableTqdm {
+		cfg.Progress, cfg.ProgressTTY = stderr, isTerminal(stderr)
+	}
+	start := time.Now()
+	results, d := bench.Run(ctx, cfg, prompts)
+	r := bench.Summarize(results, d, metrics, percentiles)
+	r.MaxConcurrency, r.RequestRate = f.maxConcurrency, rate
+	r.WriteTable(stdout)
+	if r.UsageReported < r.Completed {
+		fmt.Fprintf(stderr, "note: %d of %d responses had no usage; their token counts are estimates\n",
+			r.Completed-r.UsageReported, r.Completed)
+	}
+	if f.saveResult {
+		if err := f.save(r, rate, start, stderr); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return nil
+}
+
+func concurrencyText(n int) string {
+	if n <= 0 {
+		return "none"
+	}
+	return strconv.Itoa(n)
+}
+
+// save writes the JSON result, named as vLLM names it unless
+// --result-filename is given.
+func (f *benchServeFlags) save(r bench.Report, rate float64, start time.Time, w io.Writer) error {
+	backend := "openai"
+	if strings.Contains(f.endpoint, "chat") {
+		backend = "openai-chat"
+	}
+	meta := bench.Meta{Date: start, Backend: backend, BaseURL: f.baseURL, Endpoint: f.endpoint, Model: f.model,
+		Dataset: f.dataset, NumPrompts: f.numPrompts, RequestRate: rate, Concurrency: f.maxConcurrency, IgnoreEOS: f.ignoreEOS}
+	name := f.resultFile
+	if name == "" {
+		name = fmt.Sprintf("%s-%sqps-concurrency%s-%s-%s.json", backend, f.requestRate, concurrencyText(f.maxConcurrency),
+			filepath.Base(f.model), start.Format("20060102-150405"))
+	}
+	path := filepath.Join(f.resultDir, name)
+	if err := bench.Save(path, r.JSON(meta, f.saveDetailed)); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "saved the result to %s\n", path)
+	return nil
+}

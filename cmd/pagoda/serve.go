@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"pagoda/engine"
+	"pagoda/model"
+	"pagoda/sched"
+	"pagoda/server"
+)
+
+// serveFlags are `pagoda serve`'s flags, spelled as vLLM's where vLLM has
+// one. Each can also be set by the environment variable PAGODA_<NAME>
+// (server.EnvName); the command line wins.
+type serveFlags struct {
+	model, host, servedName, apiKey   string
+	port, maxModelLen, maxNumSeqs     int
+	maxBatched, blockSize, threads    int
+	maxQueue, numBlocksOverride       int
+	kvMemory, swapSpace, maxBody      server.SizeFlag
+	prefixCaching, noPrefixCaching    bool
+	disableLogStats                   bool
+	shutdownTimeout                   secondsFlag
+	kvDtype, preemption, chatTemplate string
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	d := engine.DefaultConfig("")
+	fs.StringVar(&f.model, "model", "", "GGUF model file (or the positional MODEL; default: the default model)")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&f.port, "port", 8000, "port to listen on")
+	fs.StringVar(&f.servedName, "served-model-name", "", "model name in the API (default: the file name without .gguf)")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "context length per sequence (0 = the model's)")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", d.MaxNumSeqs, "sequences running at once")
+	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", d.MaxNumBatchedTokens, "tokens computed per step")
+	fs.IntVar(&f.blockSize, "block-size", d.BlockSize, "tokens per KV cache block")
+	f.kvMemory = server.SizeFlag(d.KVCacheMemory)
+	fs.Var(&f.kvMemory, "kv-cache-memory", "KV cache size, e.g. 2GiB, 512MiB or bytes (0 = enough for max-num-seqs full sequences, within a quarter of free RAM)")
+	f.swapSpace = server.SizeFlag(d.SwapSpace)
+	fs.Var(&f.swapSpace, "swap-space", "host swap space for preempted sequences, e.g. 1GiB or bytes")
+	fs.IntVar(&f.numBlocksOverride, "num-gpu-blocks-override", 0, "KV cache blocks, overriding --kv-cache-memory (0 = off)")
+	fs.StringVar(&f.kvDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (f16), f32, f16, bf16")
+	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", d.EnablePrefixCaching, "reuse the KV blocks of shared prompt prefixes")
+	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off")
+	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")
+	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer key on the API")
+	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 while more than this many wait (0 = no limit)")
+	f.maxBody = server.DefaultMaxBodyBytes
+	fs.Var(&f.maxBody, "max-request-body", "largest request body accepted (413 beyond)")
+	f.shutdownTimeout = secondsFlag(30 * time.Second)
+	fs.Var(&f.shutdownTimeout, "shutdown-timeout", "grace period for in-flight requests on SIGTERM/SIGINT (e.g. 30s, or seconds)")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
+	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
+}
+
+// secondsFlag is a duration written as Go ("30s", "2m") or in seconds ("30").
+type secondsFlag time.Duration
+
+func (s *secondsFlag) String() string { return time.Duration(*s).String() }
+
+func (s *secondsFlag) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+		*s = secondsFlag(time.Duration(f * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration like 30s or a number of seconds, got %q", v)
+	}
+	*s = secondsFlag(d)
+	return nil
+}
+
+// runServe implements `pagoda serve [MODEL] [flags]`.
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	var f serveFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: pagoda serve [MODEL] [flags]\n\n"+
+			"Serves MODEL (a GGUF file; default %s) over the OpenAI-compatible API.\n"+
+			"Every flag can also be set by an environment variable PAGODA_<FLAG>, e.g. PAGODA_PORT=8080\n"+
+			"or PAGODA_MAX_NUM_SEQS=16; the command line wins.\n\n", defaultModelPath())
+		fs.PrintDefaults()
+	}
+	if err := server.ApplyEnv(fs, os.LookupEnv); err != nil {
+		return usageError{err}
+	}
+	positional := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		positional, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 && positional == "" && fs.NArg() == 1 {
+		positional = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	switch {
+	case positional != "" && f.model != "" && positional != f.model:
+		return usageError{fmt.Errorf("two models given: %s and --model %s", positional, f.model)}
+	case positional != "":
+		f.model = positional
+	case f.model == "":
+		f.model = defaultModelPath()
+	}
+	cfg, opts, err := f.config()
+	if err != nil {
+		return usageError{err}
+	}
+	return serve(f, cfg, opts, stderr)
+}
+
+// config maps the flags onto the engine and server configurations.
+func (f *serveFlags) config() (engine.Config, server.Options, error) {
+	cfg := engine.DefaultConfig(f.model)
+	cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = f.maxModelLen, f.maxNumSeqs, f.maxBatched
+	cfg.BlockSize, cfg.KVCacheMemory, cfg.SwapSpace = f.blockSize, int64(f.kvMemory), int64(f.swapSpace)
+	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
+	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
+	dtype := f.kvDtype
+	if dtype == "auto" {
+		dtype = "f16"
+	}
+	var err error
+	if cfg.KVCacheType, err = model.ParseKVType(dtype); err != nil {
+		return cfg, server.Options{}, fmt.Errorf("--kv-cache-dtype: %w", err)
+	}
+	if cfg.Preemption, err = sched.ParsePreemptionMode(f.preemption); err != nil {
+		return cfg, server.Options{}, err
+	}
+	if f.port < 0 || f.port > 65535 {
+		return cfg, server.Options{}, fmt.Errorf("--port must be in [0, 65535], got %d", f.port)
+	}
+	if f.maxQueue < 0 {
+		return cfg, server.Options{}, fmt.Errorf("--max-queue must be ≥ 0, got %d", f.maxQueue)
+	}
+	opts := server.Options{ServedModelName: f.servedName, APIKey: f.apiKey, MaxQueue: f.maxQueue,
+		MaxBodyBytes: int64(f.maxBody), Version: version}
+	if !f.disableLogStats {
+		opts.StatsInterval = 5 * time.Second
+	}
+	if opts.ChatTemplate, err = readTemplate(f.chatTemplate); err != nil {
+		return cfg, opts, err
+	}
+	return cfg, opts, nil
+}
+
+// readTemplate reads --chat-template: a file path, else inline Jinja.
+func readTemplate(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if b, err := os.ReadFile(v); err == nil {
+		return string(b), nil
+	} else if !strings.ContainsAny(v, "{}") {
+		return "", fmt.Errorf("--chat-template: %w", err)
+	}
+	return v, nil
+}
+
+// serve listens, loads the model (the API answers 503 meanwhile), serves
+// until SIGTERM/SIGINT, then shuts down gracefully.
+func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Writer) error {
+	if _, err := os.Stat(cfg.Model); err != nil {
+		return fmt.Errorf("model file: %w (run `make model` for the default model)", err)
+	}
+	logger := log.New(stderr, "", log.LstdFlags)
+	opts.Logger = logger
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return err
+	}
+	srv := server.New(opts)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	e, err := loadEngine(sig, cfg, stderr)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		if errors.Is(err, context.Canceled) {
+			return nil // a signal during loading: nothing was served
+		}
+		return err
+	}
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	defer e.Close() // after stopEngine: Close waits for the loop
+	defer stopEngine()
+	e.Start(engineCtx)
+	if err := srv.SetEngine(e); err != nil {
+		return err
+	}
+	logger.Print(startupLine(e, ln.Addr().String(), opts))
+	select {
+	case err := <-served:
+		return err
+	case <-sig.Done():
+	}
+	grace := time.Duration(f.shutdownTimeout)
+	logger.Printf("INFO shutting down: waiting up to %v for in-flight requests", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Printf("INFO grace period over: aborted the requests still running")
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Print("INFO stopped")
+	return nil
+}
+
+// loadEngine builds the engine while reporting progress on stderr: a
+// spinner line on a terminal, else a line every 5 s. It returns
+// context.Canceled when ctx ends first (the load goes on in the background
+// until the process exits).
+func loadEngine(ctx context.Context, cfg engine.Config, stderr io.Writer) (*engine.Engine, error) {
+	type result struct {
+		e   *engine.Engine
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		e, err := engine.New(cfg)
+		done <- result{e, err}
+	}()
+	tty := isTerminal(stderr)
+	period := 5 * time.Second
+	if tty {
+		period = 100 * time.Millisecond
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	spin := `|/-\`
+	fmt.Fprintf(stderr, "loading %s (mapping weights, sizing the KV cache)\n", cfg.Model)
+	for i := 0; ; i++ {
+		select {
+		case r := <-done:
+			if tty {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if r.err == nil {
+				fmt.Fprintf(stderr, "loaded in %.1fs\n", time.Since(start).Seconds())
+			}
+			return r.e, r.err
+		case <-ctx.Done():
+			return nil, context.Canceled
+		case <-tick.C:
+			if tty {
+				fmt.Fprintf(stderr, "\r%c loading model… %.1fs", spin[i%len(spin)], time.Since(start).Seconds())
+			} else {
+				fmt.Fprintf(stderr, "still loading model: %.0fs elapsed\n", time.Since(start).Seconds())
+			}
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// startupLine says where the server listens, what it serves, and how big
+// the KV cache is.
+func startupLine(e *engine.Engine, addr string, opts server.Options) string {
+	cfg, mc := e.Config(), e.ModelConfig()
+	dev, host := e.NumBlocks()
+	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads, mc.HeadDim, cfg.KVCacheType)
+	name := opts.ServedModelName
+	if name == "" {
+		name = server.ModelName(cfg.Model)
+	}
+	return fmt.Sprintf("INFO pagoda %s serving %q (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
+		"(%.1f MiB %s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
+		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
+		cfg.KVCacheType, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
+}

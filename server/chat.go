@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"pagoda/engine"
+	"pagoda/sample"
+)
+
+// chat serves POST /v1/chat/completions.
+func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
+	var req chatRequest
+	if err := b.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if aerr := b.checkModel(req.Model); aerr != nil {
+		return aerr
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
+		return badRequest("response_format", "response_format %q is not supported (only text)", rf.Type)
+	}
+	maxTokens := req.MaxTokens
+	if req.MaxCompletionTokens != nil {
+		maxTokens = req.MaxCompletionTokens
+	}
+	p, aerr := req.samplingParams(maxTokens, 0) // 0: up to the model length
+	if aerr != nil {
+		return aerr
+	}
+	if aerr := setChatLogprobs(&req, &p); aerr != nil {
+		return aerr
+	}
+	prompt, aerr := b.chatPrompt(&req)
+	if aerr != nil {
+		return aerr
+	}
+	id := newID("chatcmpl-")
+	ts, aerr := b.submit(id, []promptInput{prompt}, p, req.Priority)
+	if aerr != nil {
+		return aerr
+	}
+	defer b.abort(ts)
+	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N}
+	if req.Stream {
+		c.stream(r.Context(), newSSE(w), ts)
+		return nil
+	}
+	if aerr := b.collectAll(r.Context(), ts); aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, c.response(ts[0]))
+	return nil
+}
+
+// setChatLogprobs maps logprobs (bool) and top_logprobs (count) onto p.
+func setChatLogprobs(req *chatRequest, p *engine.SamplingParams) *apiError {
+	top := 0
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+		if top < 0 || top > sample.MaxLogprobs {
+			return badRequest("top_logprobs", "top_logprobs must be in [0, %d], got %d", sample.MaxLogprobs, top)
+		}
+		if top > 0 && !req.Logprobs {
+			return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+	}
+	p.ReturnLogprobs, p.Logprobs = req.Logprobs, top
+	return nil
+}
+
+// chatRun is one chat request being answered.
+type chatRun struct {
+	b       *backend
+	req     *chatRequest
+	id      string
+	created int64
+	n       int
+}
+
+func (c *chatRun) response(t *tracker) chatResponse {
+	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.b.name,
+		Usage: totalUsage([]*tracker{t})}
+	for _, o := range t.outs {
+		ch := chatChoice{Index: o.Index, Message: chatOutput{Role: "assistant", Content: o.Text},
+			FinishReason: finishPtr(o), StopReason: o.StopReason}
+		if c.req.Logprobs {
+			ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
+		}
+		resp.Choices = append(resp.Choices, ch)
+	}
+	return resp
+}
+
+// stream sends each choice's role first, then one chunk per output delta.
+func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
+	empty := ""
+	for i := range c.n {
+		if !out.send(c.chunk(chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}})) {
+			return
+		}
+	}
+	ok := c.b.relay(ctx, out, ts, func(_ int, o engine.CompletionOutput) any {
+		ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
+		if o.Text != "" {
+			text := o.Text
+			ch.Delta.Content = &text
+		}
+		if c.req.Logprobs && len(o.Logprobs) > 0 {
+			ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
+		}
+		if ch.Delta.Content == nil && ch.FinishReason == nil && ch.Logprobs == nil {
+			return nil
+		}
+		return c.chunk(ch)
+	})
+	if !ok {
+		return
+	}
+	if c.req.includeUsage() {
+		u := c.chunk()
+		u.Usage = totalUsage(ts)
+		out.send(u)
+	}
+	out.done()
+}
+
+// chunk wraps choices in a chat.completion.chunk.
+func (c *chatRun) chunk(choices ...chatChunkChoice) chatChunk {
+	if choices == nil {
+		choices = []chatChunkChoice{}
+	}
+	return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.b.name, Choices: choices}
+}

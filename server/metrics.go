@@ -1,0 +1,154 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pagoda/engine"
+)
+
+// metrics are vLLM's Prometheus metrics, with the same names, types, help
+// texts and labels (model_name on every series), so that dashboards,
+// autoscalers and gateways built for vLLM read pagoda unchanged. Counters
+// carry the _total suffix in the exposition, as prometheus_client writes
+// them for vLLM. Gauges and counters that mirror engine state are read from
+// engine.Stats at scrape time; the request histograms are observed by the
+// handlers; iteration tokens by the stats loop.
+type metrics struct {
+	ttft, itl, e2e, queue prometheus.Observer
+	promptToks, genToks   prometheus.Observer
+	iterToks              prometheus.Observer
+	success               *prometheus.CounterVec // finished_reason
+	finishReasons         []string
+	modelName             string
+}
+
+// vLLM's bucket boundaries.
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+)
+
+// buckets125 is vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... ≤ max.
+func buckets125(max int) []float64 {
+	var out []float64
+	for exp := 1; ; exp *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			if m*exp > max {
+				return out
+			}
+			out = append(out, float64(m*exp))
+		}
+	}
+}
+
+// iterationBuckets are powers of two up to the step token budget, then the
+// budget itself (vLLM: the captured batch sizes and max_num_batched_tokens).
+func iterationBuckets(maxBatched int) []float64 {
+	var out []float64
+	for b := 1; b < maxBatched; b *= 2 {
+		out = append(out, float64(b))
+	}
+	return append(out, float64(maxBatched))
+}
+
+// newMetrics registers the vLLM metrics of e, served as modelName, on reg.
+func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *metrics {
+	labels := prometheus.Labels{"model_name": modelName}
+	cfg := e.Config()
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: labels})
+		reg.MustRegister(h)
+		return h
+	}
+	m := &metrics{modelName: modelName, finishReasons: []string{engine.FinishStop, engine.FinishLength, engine.FinishAbort}}
+	m.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
+	m.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", latencyBuckets)
+	m.queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", latencyBuckets)
+	m.promptToks = hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", buckets125(cfg.MaxModelLen))
+	m.genToks = hist("vllm:request_generation_tokens", "Number of generation tokens processed.", buckets125(cfg.MaxModelLen))
+	m.iterToks = hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+		iterationBuckets(cfg.MaxNumBatchedTokens))
+	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
+		Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"})
+	reg.MustRegister(m.success)
+	for _, r := range m.finishReasons {
+		m.success.WithLabelValues(r) // every reason is exposed from the start
+	}
+	registerStateMetrics(reg, e, labels)
+	registerCacheConfig(reg, e, modelName)
+	return m
+}
+
+// registerStateMetrics exposes the engine's gauges and counters, read at
+// scrape time.
+func registerStateMetrics(reg prometheus.Registerer, e *engine.Engine, labels prometheus.Labels) {
+	gauge := func(name, help string, f func(engine.Stats) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return f(e.Stats()) }))
+	}
+	counter := func(name, help string, f func(engine.Stats) float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return f(e.Stats()) }))
+	}
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+		func(s engine.Stats) float64 { return float64(s.Running) })
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+		func(s engine.Stats) float64 { return float64(s.Waiting) })
+	gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.",
+		func(s engine.Stats) float64 { return float64(s.Swapped) })
+	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+		func(s engine.Stats) float64 { return s.KVUsage })
+	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+		func(s engine.Stats) float64 { return float64(s.Prefix.QueryTokens) })
+	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+		func(s engine.Stats) float64 { return float64(s.Prefix.HitTokens) })
+	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
+		func(s engine.Stats) float64 { return float64(s.Preemptions) })
+	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+		func(s engine.Stats) float64 { return float64(s.PromptTokens) })
+	counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+		func(s engine.Stats) float64 { return float64(s.GenerationTokens) })
+}
+
+// registerCacheConfig exposes vLLM's info gauge of the cache configuration.
+func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, modelName string) {
+	cfg := e.Config()
+	dev, host := e.NumBlocks()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
+		Help: "Information of the LLMEngine CacheConfig", ConstLabels: prometheus.Labels{
+			"model_name":            modelName,
+			"block_size":            strconv.Itoa(cfg.BlockSize),
+			"cache_dtype":           cfg.KVCacheType.String(),
+			"enable_prefix_caching": strconv.FormatBool(cfg.EnablePrefixCaching),
+			"num_gpu_blocks":        strconv.Itoa(dev),
+			"num_cpu_blocks":        strconv.Itoa(host),
+			"swap_space_bytes":      strconv.FormatInt(cfg.SwapSpace, 10),
+		}})
+	g.Set(1)
+	reg.MustRegister(g)
+}
+
+// observeFinished records a finished request: its finish reason and, unless
+// it was aborted, its latencies and token counts.
+func (m *metrics) observeFinished(reason string, em engine.Metrics, promptTokens, genTokens int) {
+	m.success.WithLabelValues(reason).Inc()
+	if reason == engine.FinishAbort {
+		return
+	}
+	if !em.FirstToken.IsZero() {
+		m.ttft.Observe(em.FirstToken.Sub(em.Arrival).Seconds())
+	}
+	if !em.FirstScheduled.IsZero() {
+		m.queue.Observe(em.FirstScheduled.Sub(em.Arrival).Seconds())
+	}
+	m.e2e.Observe(em.Finished.Sub(em.Arrival).Seconds())
+	m.promptToks.Observe(float64(promptTokens))
+	m.genToks.Observe(float64(genTokens))
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// bodyTimeout bounds reading a request body.
+const bodyTimeout = 60 * time.Second
+
+// A handler serves one route of a ready server.
+type handlerFunc func(b *backend, w http.ResponseWriter, r *http.Request) error
+
+// routes builds the mux. Paths get a JSON 405 for other methods and the
+// root a JSON 404.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	route := func(method, path string, h handlerFunc, open bool) {
+		mux.Handle(method+" "+path, s.wrap(h, open))
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+				Message: r.Method + " is not allowed on " + path + " (use " + method + ")"})
+		})
+	}
+	route("POST", "/v1/completions", (*backend).completions, false)
+	route("POST", "/v1/chat/completions", (*backend).chat, false)
+	route("GET", "/v1/models", (*backend).models, false)
+	route("POST", "/tokenize", (*backend).tokenize, false)
+	route("POST", "/detokenize", (*backend).detokenize, false)
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": s.opts.Version})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: "no route " + r.Method + " " + r.URL.Path})
+	})
+	return mux
+}
+
+// health answers 200 when ready, 503 while loading or shutting down.
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case s.draining.Load():
+		writeError(w, unavailable(5, "the server is shutting down"))
+	case s.backend.Load() == nil:
+		writeError(w, unavailable(5, "the model is loading"))
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// wrap checks the API key (unless open), readiness and draining, counts the
+// handler as active, and cancels its context when Shutdown's grace period
+// ends, so that it aborts its engine requests.
+func (s *Server) wrap(h handlerFunc, open bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Add(-1)
+		if !open && !s.authorized(r) {
+			writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error",
+				Code: "invalid_api_key", Message: "missing or incorrect API key: send Authorization: Bearer <key>"})
+			return
+		}
+		b := s.backend.Load()
+		switch {
+		case s.draining.Load():
+			writeError(w, unavailable(5, "the server is shutting down"))
+			return
+		case b == nil:
+			writeError(w, unavailable(5, "the model is loading"))
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.hardStop, cancel)
+		defer stop()
+		if err := h(b, w, r.WithContext(ctx)); err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Status == http.StatusInternalServerError {
+				s.opts.Logger.Printf("ERROR %s %s: %v", r.Method, r.URL.Path, err)
+			}
+			writeError(w, err)
+		}
+	})
+}
+
+// authorized checks the bearer key in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.opts.APIKey == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.APIKey)) == 1
+}
+
+// decodeJSON reads the body (at most the server's limit, within
+// bodyTimeout) into v.
+func (b *backend) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	limit := b.maxBody
+	if r.ContentLength > limit {
+		return tooLarge(limit)
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	rc.SetReadDeadline(time.Time{})
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(limit)
+	case err != nil:
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("", "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+func tooLarge(limit int64) *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+		Message: "request body exceeds " + formatBytes(limit)}
+}
+
+// checkModel accepts the served name; "" is allowed, as vLLM does.
+func (b *backend) checkModel(name string) *apiError {
+	if name == "" || name == b.name {
+		return nil
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
+		Code: "model_not_found", Message: "the model `" + name + "` does not exist; this server serves `" + b.name + "`"}
+}

@@ -1,0 +1,238 @@
+// Package server is pagoda's OpenAI-compatible HTTP API: completions and
+// chat completions (JSON or Server-Sent Events), models, tokenize and
+// detokenize, health, version, and Prometheus metrics under vLLM's names.
+//
+// A Server answers /health with 503 until SetEngine hands it a loaded
+// engine, so it can listen while the model loads. Every generation request
+// becomes one engine request per prompt; when its client disconnects the
+// handler aborts it in the engine at once, which frees its KV blocks. A
+// request uses no goroutine besides its handler's (plus one per prompt while
+// a multi-prompt completion streams), so none outlives it.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"pagoda/engine"
+	"pagoda/tokenizer"
+)
+
+// Options configure a Server.
+type Options struct {
+	// ServedModelName is the model name clients use; "" means the GGUF
+	// file's base name without ".gguf".
+	ServedModelName string
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on every
+	// endpoint except /health, /version and /metrics.
+	APIKey string
+	// MaxQueue refuses generation requests with 503 while more than
+	// MaxQueue requests wait in the engine; 0 means no limit.
+	MaxQueue int
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 16 MiB.
+	MaxBodyBytes int64
+	// ChatTemplate is a Jinja chat template replacing the model's own.
+	ChatTemplate string
+	// Version is reported by GET /version.
+	Version string
+	// StatsInterval is the period of the stats log line; 0 turns it off.
+	StatsInterval time.Duration
+	// Logger receives the stats line and server errors; nil discards them.
+	Logger *log.Logger
+	// ReadHeaderTimeout bounds the wait for a request's headers (Serve);
+	// 0 means 10 s.
+	ReadHeaderTimeout time.Duration
+}
+
+// DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 16 << 20
+
+// Server serves one engine over HTTP.
+type Server struct {
+	opts    Options
+	reg     *prometheus.Registry
+	backend atomic.Pointer[backend] // nil until SetEngine
+	handler http.Handler
+
+	draining atomic.Bool     // Shutdown began: refuse new work
+	active   atomic.Int64    // handlers running
+	hardStop context.Context // cancelled when the grace period ends
+	abortAll context.CancelFunc
+
+	mu        sync.Mutex
+	http      *http.Server
+	stopStats context.CancelFunc
+	statsDone chan struct{}
+}
+
+// backend is what a ready server serves.
+type backend struct {
+	e                *engine.Engine
+	tok              *tokenizer.Tokenizer
+	template         *tokenizer.Template // nil: the model has none
+	bosText, eosText string
+	name             string
+	created          int64
+	m                *metrics
+	maxBody          int64
+	maxQueue         int
+}
+
+// New returns a server that is not ready yet: generation endpoints and
+// /health answer 503 until SetEngine.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadHeaderTimeout <= 0 {
+		opts.ReadHeaderTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.New(io.Discard, "", 0)
+	}
+	s := &Server{opts: opts, reg: prometheus.NewRegistry()}
+	s.hardStop, s.abortAll = context.WithCancel(context.Background())
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.handler = s.routes()
+	return s
+}
+
+// SetEngine makes the server ready to serve e, whose loop the caller has
+// started. It compiles the chat template, registers the metrics and starts
+// the stats loop (stopped by Shutdown).
+func (s *Server) SetEngine(e *engine.Engine) error {
+	if s.backend.Load() != nil {
+		return errors.New("server: SetEngine called twice")
+	}
+	tok := e.Tokenizer()
+	src := s.opts.ChatTemplate
+	if src == "" {
+		src = tok.ChatTemplate()
+	}
+	b := &backend{e: e, tok: tok, name: s.opts.ServedModelName, created: time.Now().Unix(),
+		maxBody: s.opts.MaxBodyBytes, maxQueue: s.opts.MaxQueue,
+		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS())}
+	if src != "" {
+		t, err := tokenizer.CompileTemplate(src)
+		if err != nil {
+			return err
+		}
+		b.template = t
+	}
+	if b.name == "" {
+		b.name = ModelName(e.Config().Model)
+	}
+	b.m = newMetrics(s.reg, e, b.name)
+	if !s.backend.CompareAndSwap(nil, b) {
+		return errors.New("server: SetEngine called twice")
+	}
+	if s.opts.StatsInterval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.mu.Lock()
+		s.stopStats, s.statsDone = cancel, make(chan struct{})
+		s.mu.Unlock()
+		l := &statsLoop{e: e, iter: b.m.iterToks, log: s.opts.Logger, interval: s.opts.StatsInterval}
+		go func() {
+			defer close(s.statsDone)
+			l.run(ctx)
+		}()
+	}
+	return nil
+}
+
+// ModelName is the default served model name of a GGUF path: its base
+// name without ".gguf".
+func ModelName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".gguf")
+}
+
+// Handler returns the HTTP handler (for tests and custom servers).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the Prometheus registry served at /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Serve accepts connections on ln until Shutdown; it returns
+// http.ErrServerClosed then. Headers must arrive within ReadHeaderTimeout
+// and bodies within a minute; idle keep-alive connections close after 2
+// minutes; no write timeout, since streams last as long as generation does.
+func (s *Server) Serve(ln net.Listener) error {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: s.opts.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 1 << 20, ErrorLog: s.opts.Logger}
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	s.http = hs
+	s.mu.Unlock()
+	return hs.Serve(ln)
+}
+
+// Shutdown stops accepting connections and new requests, and waits for
+// in-flight requests until ctx ends; then it aborts the rest in the engine
+// and closes their connections. It also stops the stats loop. It returns
+// ctx's error when requests had to be aborted.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining.Store(true)
+	hs, stop, done := s.http, s.stopStats, s.statsDone
+	s.mu.Unlock()
+	var err error
+	if hs != nil {
+		err = hs.Shutdown(ctx)
+	}
+	if err == nil {
+		err = s.waitIdle(ctx)
+	}
+	if err != nil {
+		s.abortAll() // handlers abort their engine requests and return
+		wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s.waitIdle(wait)
+		cancel()
+		if hs != nil {
+			hs.Close()
+		}
+	}
+	if stop != nil {
+		stop()
+		<-done
+	}
+	return err
+}
+
+// waitIdle waits until no handler runs, or ctx ends.
+func (s *Server) waitIdle(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// newID returns prefix followed by 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

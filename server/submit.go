@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"pagoda/engine"
+)
+
+// submit validates p and adds one engine request per prompt, with ids id
+// (one prompt) or id-i. It refuses with 503 while more requests wait than
+// --max-queue allows. On error it aborts the requests already added.
+func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingParams, priority int) ([]*tracker, *apiError) {
+	if st := b.e.Stats(); b.maxQueue > 0 && st.Waiting > b.maxQueue {
+		return nil, unavailable(1, "%d requests are waiting, over the limit of %d (--max-queue); retry later",
+			st.Waiting, b.maxQueue)
+	}
+	if aerr := validate(&p, b.e.ModelConfig().VocabSize); aerr != nil {
+		return nil, aerr
+	}
+	ts := make([]*tracker, 0, len(prompts))
+	for i, pr := range prompts {
+		rid := id
+		if len(prompts) > 1 {
+			rid = fmt.Sprintf("%s-%d", id, i)
+		}
+		s, err := b.e.AddRequest(engine.Request{ID: rid, PromptTokens: pr.ids, Params: p, Priority: priority})
+		if err != nil {
+			b.abort(ts)
+			ae := engineError(err)
+			if len(prompts) > 1 {
+				ae.Message = fmt.Sprintf("prompt %d: %s", i, ae.Message)
+			}
+			return nil, ae
+		}
+		ts = append(ts, &tracker{id: rid, stream: s, prompt: pr.ids, m: b.m})
+	}
+	return ts, nil
+}
+
+// abort aborts the requests of ts that have not finished (the client left,
+// the server is stopping, or the response failed); the engine frees their
+// blocks at its next step.
+func (b *backend) abort(ts []*tracker) {
+	for _, t := range ts {
+		if !t.finished {
+			b.e.Abort(t.id)
+			t.finished = true
+			b.m.success.WithLabelValues(engine.FinishAbort).Inc()
+		}
+	}
+}
+
+// collectAll reads every request to its end. A context error means the
+// client left or the server is stopping.
+func (b *backend) collectAll(ctx context.Context, ts []*tracker) *apiError {
+	for _, t := range ts {
+		if err := t.collect(ctx); err != nil {
+			if ctx.Err() != nil {
+				return unavailable(5, "the request was aborted: the server is shutting down or the client left")
+			}
+			return engineError(err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"net/http"
+)
+
+// models serves GET /v1/models: the one served model.
+func (b *backend) models(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{{ID: b.name, Object: "model",
+		Created: b.created, OwnedBy: "pagoda", Root: b.e.Config().Model, MaxModelLen: b.e.Config().MaxModelLen}}})
+	return nil
+}
+
+// tokenizeRequest is vLLM's POST /tokenize: a prompt, or chat messages
+// rendered through the chat template.
+type tokenizeRequest struct {
+	Model               string         `json:"model"`
+	Prompt              *string        `json:"prompt"`
+	AddSpecialTokens    *bool          `json:"add_special_tokens"`
+	ReturnTokenStrs     bool           `json:"return_token_strs"`
+	Messages            []chatMessage  `json:"messages"`
+	AddGenerationPrompt *bool          `json:"add_generation_prompt"`
+	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`
+	ContinueFinalMsg    bool           `json:"continue_final_message"`
+}
+
+type tokenizeResponse struct {
+	Count       int      `json:"count"`
+	MaxModelLen int      `json:"max_model_len"`
+	Tokens      []int32  `json:"tokens"`
+	TokenStrs   []string `json:"token_strs"`
+}
+
+// tokenize serves POST /tokenize.
+func (b *backend) tokenize(w http.ResponseWriter, r *http.Request) error {
+	var req tokenizeRequest
+	if err := b.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if aerr := b.checkModel(req.Model); aerr != nil {
+		return aerr
+	}
+	var ids []int32
+	switch {
+	case req.Prompt != nil:
+		ids = b.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens, true)
+	case len(req.Messages) > 0:
+		p, aerr := b.chatPrompt(&chatRequest{Messages: req.Messages, AddGenerationPrompt: req.AddGenerationPrompt,
+			ContinueFinalMessage: req.ContinueFinalMsg, ChatTemplateKwargs: req.ChatTemplateKwargs,
+			AddSpecialTokens: req.AddSpecialTokens != nil && *req.AddSpecialTokens})
+		if aerr != nil {
+			return aerr
+		}
+		ids = p.ids
+	default:
+		return badRequest("prompt", "give a prompt or messages")
+	}
+	resp := tokenizeResponse{Count: len(ids), MaxModelLen: b.e.Config().MaxModelLen, Tokens: ids}
+	if req.ReturnTokenStrs {
+		resp.TokenStrs = make([]string, len(ids))
+		for i, id := range ids {
+			resp.TokenStrs[i] = tokenString(b.tok, id)
+		}
+	}
+	if resp.Tokens == nil {
+		resp.Tokens = []int32{}
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// detokenize serves POST /detokenize: {"tokens": [...]} → {"prompt": text}.
+func (b *backend) detokenize(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Model  string  `json:"model"`
+		Tokens []int32 `json:"tokens"`
+	}
+	if err := b.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if aerr := b.checkModel(req.Model); aerr != nil {
+		return aerr
+	}
+	vocab := b.tok.VocabSize()
+	for _, id := range req.Tokens {
+		if id < 0 || int(id) >= vocab {
+			return badRequest("tokens", "token ids must be in [0, %d), got %d", vocab, id)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": b.tok.Decode(req.Tokens)})
+	return nil
+}
