@@ -47,7 +47,20 @@ type Engine struct {
 	scratch sample.Scratch
 	stats   Stats
 	snap    atomic.Pointer[Stats]
+	onStep  func(StepInfo)
 }
+
+// StepInfo describes one executed step.
+type StepInfo struct {
+	Seqs     int           // sequences scheduled
+	Tokens   int           // tokens computed (prompt chunks and decode tokens)
+	Duration time.Duration // schedule + execute + process
+}
+
+// OnStep sets a function the engine calls after every step, from the
+// goroutine that runs the step. It must be fast and must not call back into
+// the engine. Set it before Start.
+func (e *Engine) OnStep(f func(StepInfo)) { e.onStep = f }
 
 type command struct {
 	add   *request
@@ -197,6 +210,7 @@ func (e *Engine) inboxLen() int {
 // Step runs one iteration: schedule, execute, process. Only the owner of the
 // engine state may call it (not while Start's loop runs).
 func (e *Engine) Step() error {
+	start := time.Now()
 	e.drain()
 	out, err := e.sched.Schedule()
 	if err != nil {
@@ -210,6 +224,9 @@ func (e *Engine) Step() error {
 	}
 	e.process(out, logits, rows)
 	e.publishStats()
+	if e.onStep != nil && len(out.Seqs) > 0 {
+		e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start)})
+	}
 	return nil
 }
 
@@ -227,6 +244,7 @@ func (e *Engine) loop(ctx context.Context) {
 	for {
 		e.drain()
 		if len(e.reqs) == 0 {
+			e.publishStats() // aborts while idle change the gauges too
 			select {
 			case <-e.wake:
 				continue

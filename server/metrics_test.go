@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"pagoda/engine"
@@ -62,6 +61,11 @@ func TestMetricsValues(t *testing.T) {
 			t.Fatalf("family %s missing, of the wrong type, or without model_name: %v", name, f)
 		}
 	}
+	// Every step's computed tokens: the prompt tokens and every generated
+	// token but each request's last, which is sampled, never computed.
+	if got, lo := metricValue(t, ts, `vllm:iteration_tokens_total_sum{model_name="stories260K"}`), float64(st.PromptTokens); got < lo || got > lo+float64(st.GenerationTokens) {
+		t.Errorf("iteration tokens sum %v, want in [%v, %v]", got, lo, lo+float64(st.GenerationTokens))
+	}
 	for _, tc := range []struct {
 		series string
 		want   float64
@@ -74,6 +78,7 @@ func TestMetricsValues(t *testing.T) {
 		{`vllm:inter_token_latency_seconds_count{model_name="stories260K"}`, requests * (tokens - 1)},
 		{`vllm:generation_tokens_total{model_name="stories260K"}`, float64(st.GenerationTokens)},
 		{`vllm:prompt_tokens_total{model_name="stories260K"}`, float64(st.PromptTokens)},
+		{`vllm:iteration_tokens_total_count{model_name="stories260K"}`, float64(st.Steps)},
 		{`vllm:prefix_cache_hits_total{model_name="stories260K"}`, float64(st.Prefix.HitTokens)},
 		{`vllm:num_requests_running{model_name="stories260K"}`, 0},
 		{`vllm:kv_cache_usage_perc{model_name="stories260K"}`, 0},
@@ -153,18 +158,10 @@ func runPromtool(t *testing.T, promtool, expo string) (string, int) {
 	return "", 0
 }
 
-// observeSteps spreads the tokens of the steps between two snapshots over
-// those steps; statsLine reports the interval's rates.
-func TestStatsLoopHelpers(t *testing.T) {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Buckets: []float64{1, 8, 64}})
+// statsLine reports the interval's rates.
+func TestStatsLine(t *testing.T) {
 	prev := engine.Stats{Steps: 10, PromptTokens: 100, GenerationTokens: 50}
 	cur := engine.Stats{Steps: 14, PromptTokens: 132, GenerationTokens: 58, Running: 2, Waiting: 1, KVUsage: 0.25}
-	observeSteps(h, prev, cur)
-	var m dto.Metric
-	h.Write(&m)
-	if m.GetHistogram().GetSampleCount() != 4 || m.GetHistogram().GetSampleSum() != 40 {
-		t.Fatalf("4 steps of 40 tokens in all observed as %v", m.GetHistogram())
-	}
 	cur.Prefix.QueryTokens, cur.Prefix.HitTokens = 200, 50
 	prev.Prefix.QueryTokens, prev.Prefix.HitTokens = 100, 0
 	line := statsLine(prev, cur, 2*time.Second)

@@ -137,6 +137,8 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		b.name = ModelName(e.Config().Model)
 	}
 	b.m = newMetrics(s.reg, e, b.name)
+	iter := b.m.iterToks
+	e.OnStep(func(si engine.StepInfo) { iter.Observe(float64(si.Tokens)) })
 	if !s.backend.CompareAndSwap(nil, b) {
 		return errors.New("server: SetEngine called twice")
 	}
@@ -145,7 +147,7 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		s.mu.Lock()
 		s.stopStats, s.statsDone = cancel, make(chan struct{})
 		s.mu.Unlock()
-		l := &statsLoop{e: e, iter: b.m.iterToks, log: s.opts.Logger, interval: s.opts.StatsInterval}
+		l := &statsLoop{e: e, log: s.opts.Logger, interval: s.opts.StatsInterval}
 		go func() {
 			defer close(s.statsDone)
 			l.run(ctx)

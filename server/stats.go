@@ -6,68 +6,33 @@ import (
 	"log"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"pagoda/engine"
 )
 
-// Poll periods of the stats loop: fast while the engine works, so that
-// almost every step is seen on its own; slow when idle.
-const (
-	busyPoll = 2 * time.Millisecond
-	idlePoll = 50 * time.Millisecond
-)
-
-// statsLoop samples engine.Stats, which the engine publishes after every
-// step. It observes vllm:iteration_tokens_total (prompt + generated tokens
-// per step) and logs vLLM's periodic line. When several steps passed
-// between two samples, each is observed with their mean token count: the
-// engine exposes no per-step hook, only cumulative counters.
+// statsLoop logs vLLM's periodic engine line from engine.Stats, which the
+// engine publishes after every step (vllm:iteration_tokens_total is observed
+// by the engine's step hook, not here).
 type statsLoop struct {
 	e        *engine.Engine
-	iter     prometheus.Observer
 	log      *log.Logger
 	interval time.Duration
 }
 
 func (l *statsLoop) run(ctx context.Context) {
-	prev := l.e.Stats()
-	logged, lastLog := prev, time.Now()
-	t := time.NewTimer(idlePoll)
+	logged, lastLog := l.e.Stats(), time.Now()
+	t := time.NewTicker(l.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		cur := l.e.Stats()
-		observeSteps(l.iter, prev, cur)
-		prev = cur
-		if now := time.Now(); now.Sub(lastLog) >= l.interval {
+		case now := <-t.C:
+			cur := l.e.Stats()
 			if active(logged, cur) {
 				l.log.Print(statsLine(logged, cur, now.Sub(lastLog)))
 			}
 			logged, lastLog = cur, now
 		}
-		if cur.Running+cur.Waiting+cur.Swapped > 0 {
-			t.Reset(busyPoll)
-		} else {
-			t.Reset(idlePoll)
-		}
-	}
-}
-
-// observeSteps records the steps between two snapshots.
-func observeSteps(h prometheus.Observer, prev, cur engine.Stats) {
-	steps := cur.Steps - prev.Steps
-	if steps <= 0 {
-		return
-	}
-	tokens := (cur.PromptTokens - prev.PromptTokens) + (cur.GenerationTokens - prev.GenerationTokens)
-	mean := float64(tokens) / float64(steps)
-	for range steps {
-		h.Observe(mean)
 	}
 }
 
