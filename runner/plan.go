@@ -65,7 +65,7 @@ func newPlans(t *bucket.Table, maxSeqs int) *plans {
 			if t.Options.MergedPrefill && f == Prefill {
 				pl.Seqs = min(maxSeqs, b.QueryLen)
 			}
-			pl.Logits = pl.Tokens
+			pl.Logits = pl.Seqs
 			p.byKey[planKey{f, b}] = pl
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"pagoda/bucket"
 	"pagoda/model"
 )
 
@@ -68,6 +69,14 @@ func (r *Runner) Plans() []*Plan {
 		return a.Tokens - b.Tokens
 	})
 	return ps
+}
+
+// Buckets returns the bucket table plans are captured for (nil: eager).
+func (r *Runner) Buckets() *bucket.Table {
+	if r.plans == nil {
+		return nil
+	}
+	return r.plans.table
 }
 
 // Misses counts steps no bucket covered since start.

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"pagoda/bucket"
 	"pagoda/engine"
 	"pagoda/model"
 	"pagoda/sched"
@@ -35,6 +36,8 @@ type serveFlags struct {
 	disableLogStats                   bool
 	shutdownTimeout                   secondsFlag
 	kvDtype, preemption, chatTemplate string
+	enforceEager                      bool
+	bucketing                         bucket.Options
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -65,6 +68,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.shutdownTimeout, "shutdown-timeout", "grace period for in-flight requests on SIGTERM/SIGINT (e.g. 30s, or seconds)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
+	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
+	f.bucketing = d.Bucketing
+	f.bucketing.RegisterFlags(fs)
 }
 
 // secondsFlag is a duration written as Go ("30s", "2m") or in seconds ("30").
@@ -134,6 +140,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.BlockSize, cfg.KVCacheMemory, cfg.SwapSpace = f.blockSize, int64(f.kvMemory), int64(f.swapSpace)
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
+	cfg.EnforceEager, cfg.Bucketing = f.enforceEager, f.bucketing
 	dtype := f.kvDtype
 	if dtype == "auto" {
 		dtype = "f16"
@@ -203,6 +210,9 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer e.Close() // after stopEngine: Close waits for the loop
 	defer stopEngine()
+	if err := warmup(e, logger); err != nil {
+		return err
+	}
 	e.Start(engineCtx)
 	if err := srv.SetEngine(e); err != nil {
 		return err
@@ -224,6 +234,31 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 		return err
 	}
 	logger.Print("INFO stopped")
+	return nil
+}
+
+// warmup captures the step plans, logging the bucket warnings, progress
+// and what it cost.
+func warmup(e *engine.Engine, logger *log.Logger) error {
+	if t := e.Runner().Buckets(); t != nil {
+		for _, w := range t.Warnings {
+			logger.Printf("WARNING %s", w)
+		}
+	}
+	last := time.Now()
+	st, err := e.Warmup(func(done, total int) {
+		if now := time.Now(); now.Sub(last) >= 2*time.Second || done == total {
+			logger.Printf("INFO warm-up: %d/%d shapes", done, total)
+			last = now
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if st.Plans > 0 {
+		logger.Printf("INFO warm-up: %d plans captured (%d runs) in %v; %.1f MiB of activations for up to %d tokens",
+			st.Plans, st.Runs, st.Duration.Round(time.Millisecond), float64(st.Bytes)/(1<<20), st.MaxTokens)
+	}
 	return nil
 }
 
