@@ -1,6 +1,7 @@
+//go:build !amd64 || noasm
+
 package kernels
 
 // accelerated returns the CPU-specific implementations usable on this
-// machine, best first. No accelerated implementation is built yet: the
-// AVX2/AVX-512 ones will be listed here, chosen from CPU features.
+// machine, best first: none without amd64 assembly (or with the noasm tag).
 func accelerated() []*impl { return nil }

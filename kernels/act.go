@@ -69,6 +69,7 @@ type actRows struct {
 	s     []float32 // (n, cols/32)
 	bsums []int16   // (n, cols/16)
 	rows  []actRow  // (n) views
+	rec   []byte    // (n, cols/32, gemm32Rec) accelerated kernels' records
 }
 
 // prepare converts x (n rows of cols) to the format of kind with the

@@ -86,25 +86,30 @@ type Attention struct {
 }
 
 // AttnMode selects which of llama.cpp's two CPU attention paths the
-// rounding follows. Both compute softmax(Scale·q·Kᵀ)·V; they differ only
-// in where values are rounded to the cache's precision, which is enough to
-// change greedy choices of quantized models.
+// arithmetic reproduces (bit for bit, see attentionJob.matmul and
+// attentionJob.flash). Both compute softmax(Scale·q·Kᵀ)·V; they differ in
+// summation orders and in where values are rounded to the cache's
+// precision, which is enough to change greedy choices of quantized models.
 type AttnMode int
 
 const (
 	// AttnMatMul (the default) follows ggml's unfused path (llama.cpp with
-	// flash attention off, as llama-cpp-python runs it): the query is
-	// rounded to the cache type, all scores are computed, the softmax is
-	// taken over the context (sum in float64), the probabilities are
-	// rounded to the cache type (F16, BF16) and the values are accumulated
-	// in float32.
+	// flash attention off, as llama-cpp-python runs it): KQ = mul_mat of the
+	// cache with the query rounded to the cache type, soft_max with its
+	// 16-wide vector exponential, probabilities rounded to the cache type,
+	// then mul_mat of the transposed V cache with them. Bit-exact at any
+	// context length.
 	AttnMatMul AttnMode = iota
 	// AttnFlash follows ggml's flash attention (llama-server's default):
-	// the query is rounded to the cache type (F16, BF16), positions are
-	// visited in order with an online softmax (running maximum M and sum
-	// S, rescaling by exp(M_old − s) when the maximum grows), and an F16
-	// cache accumulates the weighted values in F16. F32 and BF16 caches
-	// accumulate in float32.
+	// the query is rounded to F16 (BF16 for a BF16 cache; llama.cpp casts an
+	// F32 cache to F16 first), positions are visited in order with an online
+	// softmax (running maximum M and sum S, rescaling by expf(M_old − s)
+	// when the maximum grows), and an F16 or F32 cache accumulates the
+	// weighted values in F16, a BF16 cache in float32. Bit-exact while
+	// llama.cpp's context holds fewer than 512 cells (a sequence of at most
+	// 256 tokens); beyond, llama.cpp splits the cells between its threads
+	// and merges partial results, which depends on its thread count and is
+	// not reproduced.
 	AttnFlash
 )
 

@@ -24,27 +24,30 @@ func (j *attentionJob) run(worker, task int) {
 	for p := range ws.offs {
 		ws.offs[p] = (int(table[p/bs])*bs+p%bs)*stride + head
 	}
-	q := j.query(ws, a.Q[(i*a.Heads+h)*hd:][:hd])
+	q := a.Q[(i*a.Heads+h)*hd:][:hd]
 	out := a.Out[(i*a.Heads+h)*hd:][:hd]
 	if a.Mode == AttnMatMul {
-		j.matmul(ws, q, out)
+		j.matmul(ws, j.query(ws, q, j.kv.Type), out)
 	} else {
-		j.flash(ws, q, out)
+		j.flash(ws, j.query(ws, q, j.flashType()), out)
 	}
 }
 
-// query returns q rounded to the cache's precision, in ws.q.
-func (j *attentionJob) query(ws *workerScratch, q []float32) []float32 {
+// query returns q rounded to the precision of typ, in ws.q.
+func (j *attentionJob) query(ws *workerScratch, q []float32, typ KVType) []float32 {
 	ws.q = grow(ws.q, len(q))
 	for d, v := range q {
-		ws.q[d] = j.round(v)
+		ws.q[d] = roundKV(typ, v)
 	}
 	return ws.q
 }
 
 // round rounds v to the cache's element precision.
-func (j *attentionJob) round(v float32) float32 {
-	switch j.kv.Type {
+func (j *attentionJob) round(v float32) float32 { return roundKV(j.kv.Type, v) }
+
+// roundKV rounds v to the element precision of typ.
+func roundKV(typ KVType, v float32) float32 {
+	switch typ {
 	case KVF16:
 		return roundF16(v)
 	case KVBF16:
@@ -53,10 +56,29 @@ func (j *attentionJob) round(v float32) float32 {
 	return v
 }
 
-// flash is ggml's flash-attention recurrence over the positions in ws.offs.
+// flashType is the element type flash attention works in: llama.cpp casts
+// an F32 cache to F16 before its flash attention, so F32 runs as F16.
+func (j *attentionJob) flashType() KVType {
+	if j.kv.Type == KVF32 {
+		return KVF16
+	}
+	return j.kv.Type
+}
+
+// flash is ggml's flash-attention recurrence over the positions in ws.offs
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk, which llama.cpp runs
+// for a single query row over fewer than 512 cells).
+//
+// bit-exact contract: q is rounded to the flash type (F16 for F16 and F32
+// caches, BF16 for BF16); an F32 cache's K and V rows are rounded to F16.
+// For each position in order: s = dot(q, K[p])·Scale; if s > M, ms =
+// expf(M−s), M = s, vs = 1 and the accumulator is scaled by ms (F16:
+// scaleF16); else vs = expf(s−M); then acc += vs·V[p] (F16: madF16 on a
+// half-precision accumulator; BF16: axpyB16 in float32); S = fma(S, ms, vs).
+// out = acc·(1/S).
 func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 	hd := len(q)
-	f16 := j.kv.Type == KVF16
+	f16 := j.flashType() == KVF16
 	if f16 {
 		ws.acc16 = grow(ws.acc16, hd)
 		clear(ws.acc16)
@@ -66,10 +88,16 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 	}
 	m, sum := float32(math.Inf(-1)), float32(0)
 	for _, off := range ws.offs {
-		s := j.score(q, off) * j.a.Scale
+		var s float32
+		if j.kv.Type == KVF32 {
+			ws.k16 = toF16(ws.k16, j.kv.K32[off:off+hd])
+			s = j.k.dotF16(q, ws.k16) * j.a.Scale
+		} else {
+			s = j.score(q, off) * j.a.Scale
+		}
 		ms, vs := float32(1), float32(1)
 		if s > m {
-			ms = exp32(m - s)
+			ms = expf(m - s)
 			m = s
 			if f16 {
 				j.k.scaleF16(ws.acc16, ms)
@@ -77,7 +105,7 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 				j.k.scaleF32(ws.acc, ms)
 			}
 		} else {
-			vs = exp32(s - m)
+			vs = expf(s - m)
 		}
 		switch j.kv.Type {
 		case KVF16:
@@ -85,7 +113,8 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 		case KVBF16:
 			j.k.axpyB16(ws.acc, vs, j.kv.V16[off:off+hd])
 		default:
-			j.k.axpyF32(ws.acc, vs, j.kv.V32[off:off+hd])
+			ws.k16 = toF16(ws.k16, j.kv.V32[off:off+hd])
+			j.k.madF16(ws.acc16, vs, ws.k16)
 		}
 		sum = fma32(sum, ms, vs)
 	}
@@ -101,35 +130,103 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 	}
 }
 
-// matmul is ggml's unfused attention over the positions in ws.offs.
+// matmul is ggml's unfused attention (flash attention off) over the
+// positions in ws.offs.
+//
+// bit-exact contract, per (token, head), with p = 0..ctx−1 the positions
+// (ggml's KV cells: a sequence's cell is its position, and ggml pads the
+// context to a multiple of 256 with masked cells that contribute zeros):
+//   - s[p] = dot(q, K[p])·Scale, q rounded to the cache precision and dot
+//     the cache type's dot product (dotF16Generic, dotF32Generic, ...);
+//   - softmax over s as softmaxGeneric, the context zero-padded to whole
+//     16-element blocks (ggml's masked cells: exp = 0), so every block
+//     takes vexp;
+//   - the probabilities are rounded to the cache precision and
+//     out[d] = Σp prob[p]·V[p][d] as the cache type's dot product over
+//     positions (ggml multiplies the transposed V cache by them): for F16
+//     and F32, lane p mod 64 accumulates with fused multiply-adds in
+//     increasing p, then reduce64; for BF16 see valuesBF16. ggml's context,
+//     padded to a multiple of 256, leaves no tail.
 func (j *attentionJob) matmul(ws *workerScratch, q, out []float32) {
-	hd := len(q)
-	ws.scores = grow(ws.scores, len(ws.offs))
+	hd, ctx := len(q), len(ws.offs)
+	ws.scores = grow(ws.scores, (ctx+15)&^15)
 	sc := ws.scores
-	m := float32(math.Inf(-1))
-	for p, off := range ws.offs {
-		sc[p] = j.score(q, off) * j.a.Scale
-		m = max(m, sc[p])
-	}
-	var sum float64
-	for p, s := range sc {
-		sc[p] = exp32(s - m)
-		sum += float64(sc[p])
-	}
-	inv := float32(1 / sum)
-	for p, s := range sc {
-		sc[p] = j.round(s * inv)
-	}
-	clear(out)
-	for p, off := range ws.offs {
-		switch j.kv.Type {
-		case KVF16:
-			j.k.axpyF16(out, sc[p], j.kv.V16[off:off+hd])
-		case KVBF16:
-			j.k.axpyB16(out, sc[p], j.kv.V16[off:off+hd])
-		default:
-			j.k.axpyF32(out, sc[p], j.kv.V32[off:off+hd])
+	if !j.fastScores(ws, q, sc) {
+		for p, off := range ws.offs {
+			sc[p] = j.score(q, off) * j.a.Scale
 		}
+	}
+	m := float32(math.Inf(-1))
+	for _, s := range sc[:ctx] {
+		m = max(m, s)
+	}
+	for p := ctx; p < len(sc); p++ {
+		sc[p] = float32(math.Inf(-1))
+	}
+	inv := float32(1 / j.k.softmaxExp(sc, m))
+	if !j.fastRound(sc[:ctx], inv) {
+		for p := range ws.offs {
+			sc[p] = j.round(sc[p] * inv)
+		}
+	}
+	ws.lanes = grow(ws.lanes, 64*hd)
+	clear(ws.lanes)
+	if j.kv.Type == KVBF16 {
+		j.valuesBF16(ws, out)
+		return
+	}
+	if !j.fastValues(ws, sc) {
+		for p, off := range ws.offs {
+			w := sc[p]
+			if w == 0 {
+				continue // adds exact zeros: the lane is unchanged
+			}
+			lane := ws.lanes[p%64*hd:][:hd]
+			if j.kv.Type == KVF16 {
+				j.k.axpyF16(lane, w, j.kv.V16[off:off+hd])
+			} else {
+				j.k.axpyF32(lane, w, j.kv.V32[off:off+hd])
+			}
+		}
+	}
+	j.k.reduceLanes(out, ws.lanes)
+}
+
+// valuesBF16 is the value product of matmul for a BF16 cache, in
+// dotBF16Generic's layout over positions: lane (p mod 64)/2 of 32 takes
+// positions in pairs, the odd one first; registers 0 (lanes 0..15) and 1
+// (16..31) are reduced by reduce16 and summed in float64. The
+// probabilities in ws.scores are already rounded to bfloat16, so every
+// product is exact.
+func (j *attentionJob) valuesBF16(ws *workerScratch, out []float32) {
+	hd, sc := len(out), ws.scores
+	for p := 0; p < len(ws.offs); p += 2 {
+		lane := ws.lanes[(p%64)/32*16*hd+(p%32)/2*hd:][:hd]
+		if p+1 < len(ws.offs) && sc[p+1] != 0 {
+			j.k.axpyB16(lane, sc[p+1], j.kv.V16[ws.offs[p+1]:][:hd])
+		}
+		if sc[p] != 0 {
+			j.k.axpyB16(lane, sc[p], j.kv.V16[ws.offs[p]:][:hd])
+		}
+	}
+	var r0, r1 [16]float32
+	for d := range out {
+		for l := range r0 {
+			r0[l], r1[l] = ws.lanes[l*hd+d], ws.lanes[(16+l)*hd+d]
+		}
+		out[d] = float32(float64(reduce16(&r0)) + float64(reduce16(&r1)))
+	}
+}
+
+// reduceLanes sets out[d] to reduce64 of lanes[k·len(out)+d], k = 0..63.
+func reduceLanes(out, lanes []float32) {
+	hd := len(out)
+	var acc [64]float32
+	for d := range out {
+		for k := range acc {
+			acc[k] = lanes[k*hd+d]
+		}
+		out[d] = reduce64(&acc)
 	}
 }
 
@@ -142,4 +239,13 @@ func (j *attentionJob) score(q []float32, off int) float32 {
 		return j.k.dotBF16(q, j.kv.K16[off:off+len(q)])
 	}
 	return j.k.dotF32(q, j.kv.K32[off:off+len(q)])
+}
+
+// toF16 returns x rounded to half precision, in buf.
+func toF16(buf []uint16, x []float32) []uint16 {
+	buf = grow(buf, len(x))
+	for i, v := range x {
+		buf[i] = F32ToF16(v)
+	}
+	return buf
 }

@@ -100,7 +100,8 @@ func (c *attnCase) reference(s, pos, tok, h int) []float64 {
 
 // tolerance bounds the kernel's error for a context of ctx positions.
 // AttnFlash with an F16 cache rounds its accumulator once per position, by
-// at most half an ulp (2^-11 relative) of a value bounded by max|v|·S.
+// at most half an ulp (2^-11 relative) of a value bounded by max|v|·S; an
+// F32 cache runs flash attention in F16 too (as llama.cpp casts it).
 // AttnMatMul rounds each probability to the cache type (2^-11 for F16,
 // 2^-8 for BF16 relative), moving the output by at most that times max|v|.
 func (c *attnCase) tolerance(ctx int) float64 {
@@ -111,7 +112,7 @@ func (c *attnCase) tolerance(ctx int) float64 {
 		}
 	}
 	switch {
-	case c.att.Mode == AttnFlash && c.kv.Type == KVF16:
+	case c.att.Mode == AttnFlash && (c.kv.Type == KVF16 || c.kv.Type == KVF32):
 		return float64(ctx+1)*vmax/2048 + 1e-5
 	case c.att.Mode == AttnMatMul && c.kv.Type == KVF16:
 		return vmax/2048 + 2e-5

@@ -18,6 +18,11 @@ type impl struct {
 	// converted by quantize[actKindOf(t)]. Nil for unsupported types.
 	dot      [numTypes]func(w []byte, a *actRow) float32
 	quantize [numActKinds]func(dst *actRow, x []float32)
+	// gemm[t], when set, replaces dot[t] in MatMul: a tiled kernel over
+	// several weight and activation rows (accelerated implementations).
+	gemm [numTypes]*blockGEMM
+	// records writes one quantized row's gemm32 records (see gemm.go).
+	records func(rec []byte, row *actRow, bias int32)
 
 	dotF32   func(a, b []float32) float32
 	dotF16   func(a []float32, b []uint16) float32
@@ -31,10 +36,15 @@ type impl struct {
 
 	rmsNorm func(dst, x, w []float32, eps float32)
 	softmax func(x []float32)
-	silu    func(dst, x []float32)
-	swiGLU  func(dst, gate, up []float32)
-	add     func(dst, x []float32)
-	mul     func(dst, x []float32)
+	// softmaxExp replaces x by exp(x−mx) and returns the float64 sum, as
+	// softmax's first pass; reduceLanes sets out[d] = reduce64(lanes[k·len(out)+d]).
+	softmaxExp  func(x []float32, mx float32) float64
+	reduceLanes func(out, lanes []float32)
+	attn        attnKernels // whole-context attention kernels, if any
+	silu        func(dst, x []float32)
+	swiGLU      func(dst, gate, up []float32)
+	add         func(dst, x []float32)
+	mul         func(dst, x []float32)
 }
 
 // generic is the portable reference implementation.
@@ -56,6 +66,7 @@ var generic = &impl{
 		d[gguf.Q6_K] = dotQ6KGeneric
 		return d
 	}(),
+	records: records32Go,
 	quantize: [numActKinds]func(*actRow, []float32){
 		actF32:  quantizeF32Generic,
 		actF16:  quantizeF16Generic,
@@ -64,21 +75,23 @@ var generic = &impl{
 		actQ8_1: quantizeQ8_1Generic,
 		actQ8K:  quantizeQ8KGeneric,
 	},
-	dotF32:   dotF32Generic,
-	dotF16:   dotF16Generic,
-	dotBF16:  dotBF16Generic,
-	axpyF32:  axpyF32Generic,
-	axpyF16:  axpyF16Generic,
-	axpyB16:  axpyBF16Generic,
-	madF16:   madF16Generic,
-	scaleF16: scaleF16Generic,
-	scaleF32: scaleF32Generic,
-	rmsNorm:  rmsNormGeneric,
-	softmax:  softmaxGeneric,
-	silu:     siluGeneric,
-	swiGLU:   swiGLUGeneric,
-	add:      addGeneric,
-	mul:      mulGeneric,
+	dotF32:      dotF32Generic,
+	dotF16:      dotF16Generic,
+	dotBF16:     dotBF16Generic,
+	axpyF32:     axpyF32Generic,
+	axpyF16:     axpyF16Generic,
+	axpyB16:     axpyBF16Generic,
+	madF16:      madF16Generic,
+	scaleF16:    scaleF16Generic,
+	scaleF32:    scaleF32Generic,
+	rmsNorm:     rmsNormGeneric,
+	softmax:     softmaxGeneric,
+	softmaxExp:  softmaxExp,
+	reduceLanes: reduceLanes,
+	silu:        siluGeneric,
+	swiGLU:      swiGLUGeneric,
+	add:         addGeneric,
+	mul:         mulGeneric,
 }
 
 // implementations lists every implementation usable on this machine, best
@@ -88,7 +101,8 @@ func implementations() []*impl {
 	if noasm {
 		return []*impl{generic}
 	}
-	return append(accelerated(), generic)
+	ks := accelerated()
+	return append(ks[:len(ks):len(ks)], generic) // never append into accel
 }
 
 // chooseImpl picks the implementation used by default: the best available,

@@ -12,35 +12,46 @@
 // variable PAGODA_NOASM=1, forces the generic reference. Tests run every case
 // against every available implementation.
 //
-// # Numerics: reproducing llama.cpp
+// # Numerics: the bit-exact contract with llama.cpp
 //
-// Quantized weights are multiplied the way ggml's x86 CPU backend does it,
-// so greedy outputs match llama.cpp: each row of activations is quantized
-// once per block into the weight type's "vec_dot" format (Q8_0 for Q4_0,
-// Q5_0 and Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for the K-quants; F16/BF16
-// rounding for F16/BF16 weights), then every block contributes an exact
-// integer dot product times its scales. For the 32-element block types the
-// result is bit-identical to ggml's AVX2 kernels (checked against ggml's own
-// mul_mat for Q4_1 and Q8_0).
+// The generic kernels compute exactly what ggml's CPU backend computes in
+// llama.cpp's single-token decode path on an AVX-512 x86 build (llama-cpp-
+// python 0.3.36, GCC 12, glibc 2.36), operation by operation, so greedy
+// outputs and log-probabilities are identical to llama.cpp's; accelerated
+// implementations must reproduce the generic results bit for bit. Each
+// kernel's doc comment states its part of the contract ("bit-exact
+// contract: …"); golden_test.go checks them against vectors produced by
+// ggml's own functions and glibc (testdata/ggml/make_golden.py), and the
+// model tests check whole generations against llama.cpp.
 //
-// Attention follows one of llama.cpp's two CPU paths (AttnMode): the
-// unfused one (flash attention off) or flash attention. They differ in where
-// values are rounded to the cache's precision, which changes greedy choices
-// of small quantized models.
+//   - Quantized matmul: each activation row is quantized once per block
+//     into the weight type's vec_dot format (Q8_0 for Q4_0, Q5_0 and Q8_0;
+//     Q8_1 for Q4_1 and Q5_1; Q8_K for the K-quants), then every block adds
+//     its exact integer dot product times its scales to eight float32 lanes
+//     (ggml's AVX2 layout: lane k takes elements 4k..4k+3 of each 32
+//     elements; K-quants add once per 256-element super-block), reduced by
+//     hsum8 = ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)); minimum terms as each
+//     type's ggml kernel (dot_generic.go, kquant_generic.go).
+//   - F32/F16 rows (F16 and F32 weights, attention scores and values):
+//     ggml_vec_dot_f32/f16 with AVX-512, 64 lanes (lane i mod 64) reduced by
+//     reduce64; BF16: VDPBF16PS's pairwise layout (dotBF16Generic).
+//   - RMSNorm: squares summed in float64 in index order. Softmax: 16-wide
+//     blocks of ggml_v_expf, each block summed in float32 then in float64.
+//     SiLU/SwiGLU: ggml_v_silu on 16-wide blocks from each row's start.
+//   - RoPE: glibc's sincosf on ggml's float32 angle recurrence; flash
+//     attention and scalar tails use glibc's expf (libm.go).
+//   - Attention: llama.cpp's unfused path or flash attention (AttnMode).
+//
+// Fused multiply-adds round once, as VFMADD does (fma32); where ggml's
+// compiled code does not fuse (GCC contracts some expressions and not
+// others), the kernels round the product first.
 //
 // # Fixed reduction orders
 //
 // Every reduction has one order that never depends on the batch size, the
 // thread count or where a row sits in the batch, so every output element is
-// bit-identical however the work is partitioned (batch invariance). Dot
-// products use eight float32 lanes reduced as
-// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)): for 32-element blocks lane k takes
-// elements 4k..4k+3 of every block (ggml's AVX2 layout), for K-quants and
-// float rows lane k takes the elements ≡ k (mod 8). RMSNorm and softmax sum
-// in float64 in index order, as ggml does.
-//
-// Fused multiply-add is computed as float32(float64(a)*float64(b)+float64(c)):
-// the product of two float32 values is exact in float64, so this equals a
-// single-rounding float32 FMA except in the vanishingly rare double-rounding
-// case where accumulator and product differ in magnitude by more than 2^29.
+// bit-identical however the work is partitioned (batch invariance). Orders
+// that ggml ties to positions (attention values, softmax blocks) use the
+// position in the sequence, which is llama.cpp's KV cell for a sequence
+// that starts at cell 0.
 package kernels

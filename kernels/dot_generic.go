@@ -3,12 +3,16 @@ package kernels
 import "encoding/binary"
 
 // Dot products of one weight row with one row of converted activations,
-// for the 32-element block types. Lane k of the eight accumulators takes
-// elements 4k..4k+3 of every block (ggml's AVX2 layout); each block adds
-// fma(dw·da, Σ lane products, lane).
-
-// fma32 returns a·b+c rounded once to float32 (see the package doc).
-func fma32(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
+// for the 32-element block types.
+//
+// bit-exact contract (ggml's x86 vec_dot_q*_q8_* kernels, whose AVX2 code
+// the AVX-512 build runs): lane k of eight float32 accumulators takes
+// elements 4k..4k+3 of every block; each block adds the exact integer sum
+// of its lane's four products times d = dw·da (one float32 product of two
+// halves, exact) with a fused multiply-add; the lanes are summed by hsum8.
+// For Q4_1 and Q5_1 the m·s terms (products of halves, exact) are summed
+// in a separate float32 accumulator in block order and added last. The
+// hot loops inline fma32 as fmaTry with fma32Slow as the rare fallback.
 
 // hsum8 reduces eight lanes in the package's fixed order.
 func hsum8(l *[8]float32) float32 {
@@ -26,15 +30,16 @@ func dotQ4_0Generic(w []byte, a *actRow) float32 {
 		y := (*[32]int8)(a.qs[b*32:])
 		d := f16Table[le16(blk[0:])] * a.d[b]
 		qs := blk[2:]
+		var lanes [8]int32
 		for k := range 4 {
 			var lo, hi int32
 			for j := 4 * k; j < 4*k+4; j++ {
 				lo += (int32(qs[j]&15) - 8) * int32(y[j])
 				hi += (int32(qs[j]>>4) - 8) * int32(y[j+16])
 			}
-			acc[k] = fma32(d, float32(lo), acc[k])
-			acc[k+4] = fma32(d, float32(hi), acc[k+4])
+			lanes[k], lanes[k+4] = lo, hi
 		}
+		addLanes(&acc, d, &lanes)
 	}
 	return hsum8(&acc)
 }
@@ -49,7 +54,7 @@ func dotQ4_1Generic(w []byte, a *actRow) float32 {
 		blk := (*[20]byte)(w[b*20:])
 		y := (*[32]int8)(a.qs[b*32:])
 		d := f16Table[le16(blk[0:])] * a.d[b]
-		summs = fma32(f16Table[le16(blk[2:])], a.s[b], summs)
+		summs += f16Table[le16(blk[2:])] * a.s[b] // exact product of halves: a fused add
 		qs := blk[4:]
 		for k := range 4 {
 			j := 4 * k
@@ -57,8 +62,16 @@ func dotQ4_1Generic(w []byte, a *actRow) float32 {
 				int32(qs[j+2]&15)*int32(y[j+2]) + int32(qs[j+3]&15)*int32(y[j+3])
 			hi := int32(qs[j]>>4)*int32(y[j+16]) + int32(qs[j+1]>>4)*int32(y[j+17]) +
 				int32(qs[j+2]>>4)*int32(y[j+18]) + int32(qs[j+3]>>4)*int32(y[j+19])
-			acc[k] = fma32(d, float32(lo), acc[k])
-			acc[k+4] = fma32(d, float32(hi), acc[k+4])
+			if r, ok := fmaTry(d, float32(lo), acc[k]); ok {
+				acc[k] = r
+			} else {
+				acc[k] = fma32Slow(d, float32(lo), acc[k])
+			}
+			if r, ok := fmaTry(d, float32(hi), acc[k+4]); ok {
+				acc[k+4] = r
+			} else {
+				acc[k+4] = fma32Slow(d, float32(hi), acc[k+4])
+			}
 		}
 	}
 	return hsum8(&acc) + summs
@@ -75,6 +88,7 @@ func dotQ5_0Generic(w []byte, a *actRow) float32 {
 		d := f16Table[le16(blk[0:])] * a.d[b]
 		qh := binary.LittleEndian.Uint32(blk[2:])
 		qs := blk[6:]
+		var lanes [8]int32
 		for k := range 4 {
 			var lo, hi int32
 			for j := 4 * k; j < 4*k+4; j++ {
@@ -83,9 +97,9 @@ func dotQ5_0Generic(w []byte, a *actRow) float32 {
 				lo += x0 * int32(y[j])
 				hi += x1 * int32(y[j+16])
 			}
-			acc[k] = fma32(d, float32(lo), acc[k])
-			acc[k+4] = fma32(d, float32(hi), acc[k+4])
+			lanes[k], lanes[k+4] = lo, hi
 		}
+		addLanes(&acc, d, &lanes)
 	}
 	return hsum8(&acc)
 }
@@ -99,18 +113,19 @@ func dotQ5_1Generic(w []byte, a *actRow) float32 {
 		blk := (*[24]byte)(w[b*24:])
 		y := (*[32]int8)(a.qs[b*32:])
 		d := f16Table[le16(blk[0:])] * a.d[b]
-		summs = fma32(f16Table[le16(blk[2:])], a.s[b], summs)
+		summs += f16Table[le16(blk[2:])] * a.s[b] // exact product of halves: a fused add
 		qh := binary.LittleEndian.Uint32(blk[4:])
 		qs := blk[8:]
+		var lanes [8]int32
 		for k := range 4 {
 			var lo, hi int32
 			for j := 4 * k; j < 4*k+4; j++ {
 				lo += int32(qs[j]&15|byte(qh>>j&1)<<4) * int32(y[j])
 				hi += int32(qs[j]>>4|byte(qh>>(j+16)&1)<<4) * int32(y[j+16])
 			}
-			acc[k] = fma32(d, float32(lo), acc[k])
-			acc[k+4] = fma32(d, float32(hi), acc[k+4])
+			lanes[k], lanes[k+4] = lo, hi
 		}
+		addLanes(&acc, d, &lanes)
 	}
 	return hsum8(&acc) + summs
 }
@@ -125,9 +140,13 @@ func dotQ8_0Generic(w []byte, a *actRow) float32 {
 		qs := blk[2:]
 		for k := range 8 {
 			j := 4 * k
-			s := int32(int8(qs[j]))*int32(y[j]) + int32(int8(qs[j+1]))*int32(y[j+1]) +
-				int32(int8(qs[j+2]))*int32(y[j+2]) + int32(int8(qs[j+3]))*int32(y[j+3])
-			acc[k] = fma32(d, float32(s), acc[k])
+			s := float32(int32(int8(qs[j]))*int32(y[j]) + int32(int8(qs[j+1]))*int32(y[j+1]) +
+				int32(int8(qs[j+2]))*int32(y[j+2]) + int32(int8(qs[j+3]))*int32(y[j+3]))
+			if r, ok := fmaTry(d, s, acc[k]); ok {
+				acc[k] = r
+			} else {
+				acc[k] = fma32Slow(d, s, acc[k])
+			}
 		}
 	}
 	return hsum8(&acc)

@@ -16,19 +16,34 @@ func rmsNormRows(k *impl, dst, x, w []float32, eps float32) {
 	}
 }
 
-// Softmax normalises x in place into probabilities.
+// Softmax normalises one row x in place into probabilities, as ggml's
+// soft_max (see softmaxGeneric for the exact arithmetic).
 func Softmax(x []float32) { def.softmax(x) }
 
-// SiLU computes dst = x·sigmoid(x).
-func SiLU(dst, x []float32) {
+// SiLU computes dst = x·sigmoid(x) on rows of cols elements (ggml's vector
+// blocks start at every row). dst may alias x.
+func SiLU(dst, x []float32, cols int) {
 	checkLen("SiLU", len(dst), len(x))
-	def.silu(dst, x)
+	checkRows("SiLU", len(dst), cols)
+	for r := 0; r < len(dst); r += cols {
+		def.silu(dst[r:r+cols], x[r:r+cols])
+	}
 }
 
-// SwiGLU computes dst = silu(gate)·up elementwise. dst may alias gate or up.
-func SwiGLU(dst, gate, up []float32) {
+// SwiGLU computes dst = silu(gate)·up elementwise on rows of cols elements
+// (ggml's vector blocks start at every row). dst may alias gate or up.
+func SwiGLU(dst, gate, up []float32, cols int) {
 	checkLen("SwiGLU", len(dst), len(gate), len(up))
-	def.swiGLU(dst, gate, up)
+	checkRows("SwiGLU", len(dst), cols)
+	for r := 0; r < len(dst); r += cols {
+		def.swiGLU(dst[r:r+cols], gate[r:r+cols], up[r:r+cols])
+	}
+}
+
+func checkRows(op string, n, cols int) {
+	if cols <= 0 || n%cols != 0 {
+		panic(fmt.Sprintf("kernels: %s of %d values in rows of %d", op, n, cols))
+	}
 }
 
 // Add computes dst += x (the residual add).

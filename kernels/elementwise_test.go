@@ -112,11 +112,13 @@ func TestActivations(t *testing.T) {
 
 func TestElementwisePanicsOnLength(t *testing.T) {
 	cases := map[string]func(){
-		"SwiGLU":  func() { SwiGLU(make([]float32, 2), make([]float32, 2), make([]float32, 3)) },
-		"Add":     func() { Add(make([]float32, 2), make([]float32, 1)) },
-		"Mul":     func() { Mul(make([]float32, 1), make([]float32, 2)) },
-		"SiLU":    func() { SiLU(make([]float32, 1), make([]float32, 2)) },
-		"RMSNorm": func() { RMSNorm(make([]float32, 5), make([]float32, 5), make([]float32, 2), 1e-5) },
+		"SwiGLU":      func() { SwiGLU(make([]float32, 2), make([]float32, 2), make([]float32, 3), 2) },
+		"SwiGLU rows": func() { SwiGLU(make([]float32, 3), make([]float32, 3), make([]float32, 3), 2) },
+		"Add":         func() { Add(make([]float32, 2), make([]float32, 1)) },
+		"Mul":         func() { Mul(make([]float32, 1), make([]float32, 2)) },
+		"SiLU":        func() { SiLU(make([]float32, 1), make([]float32, 2), 1) },
+		"SiLU rows":   func() { SiLU(make([]float32, 4), make([]float32, 4), 0) },
+		"RMSNorm":     func() { RMSNorm(make([]float32, 5), make([]float32, 5), make([]float32, 2), 1e-5) },
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {

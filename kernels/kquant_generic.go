@@ -3,11 +3,18 @@ package kernels
 import "encoding/binary"
 
 // K-quant super-blocks hold 256 elements. The decoders below unpack one
-// super-block into signed quants q (256) and per-group integer scales; the
-// dot products then accumulate Σ scale·q·y exactly in eight int32 lanes
-// (lane l takes elements ≡ l mod 8), and add per super-block
-// fma(d_w·d_a, lane, sum) into eight float lanes, as ggml's scalar
-// kernels. Min terms (Q2_K, Q4_K, Q5_K) use the activation block sums.
+// super-block into signed quants q (256) and per-group integer scales.
+//
+// bit-exact contract (ggml's AVX2 vec_dot_q*_K_q8_K, which the AVX-512
+// build runs): Σ scale·q·y is accumulated exactly in eight int32 lanes,
+// lane (e mod 32)/4 taking element e (ggml's maddubs/madd pairing); each
+// super-block then adds fma(d_w·d_a, lane, acc) to eight float lanes,
+// reduced by hsum8. The minimum terms follow each type's kernel: Q2_K
+// adds fma(−dmin_w·d_a, Σ two groups' min·bsum, acc) to the same lanes
+// first; Q4_K keeps four float lanes of two sub-blocks each, reduced as
+// (m0+m2)+(m1+m3) and added after hsum8; Q5_K keeps one float sum (fma
+// per super-block) added after hsum8. Q6_K's −32 offset is applied per
+// lane as 32·Σ scale·bsum over the lane's 32-element block, as ggml does.
 
 // kScales6 unpacks the 12-byte 6-bit scale/min array of Q4_K and Q5_K.
 func kScales6(s []byte, sc, mn *[8]int32) {
@@ -120,49 +127,75 @@ func decodeQ3K(blk []byte, q *[256]int8, sc *[16]int32) {
 }
 
 // laneDotK accumulates Σ scale(g)·q·y over one super-block into eight
-// integer lanes; groups are 256/len(sc) elements long.
+// integer lanes, lane (e mod 32)/4 taking element e; groups are
+// 256/len(sc) elements long.
 func laneDotK(q *[256]int8, y []int8, sc []int32) (lanes [8]int32) {
 	y = y[:256]
 	gl := 256 / len(sc)
-	for g, s := range sc {
-		for e := g * gl; e < (g+1)*gl; e += 8 {
-			for l := range 8 {
-				lanes[l] += s * int32(q[e+l]) * int32(y[e+l])
-			}
-		}
+	for e := 0; e < 256; e += 4 {
+		s := sc[e/gl]
+		lanes[e%32/4] += s * (int32(q[e])*int32(y[e]) + int32(q[e+1])*int32(y[e+1]) +
+			int32(q[e+2])*int32(y[e+2]) + int32(q[e+3])*int32(y[e+3]))
 	}
 	return lanes
 }
 
 // addLanes adds fma(d, lanes, acc) lane-wise.
 func addLanes(acc *[8]float32, d float32, lanes *[8]int32) {
-	for l := range 8 {
-		acc[l] = fma32(d, float32(lanes[l]), acc[l])
+	for l, v := range lanes {
+		if r, ok := fmaTry(d, float32(v), acc[l]); ok {
+			acc[l] = r
+		} else {
+			acc[l] = fma32Slow(d, float32(v), acc[l])
+		}
 	}
 }
 
-func dotQ4KGeneric(w []byte, a *actRow) float32 { return dotQ45K(w, a, 144, decodeQ4K) }
-func dotQ5KGeneric(w []byte, a *actRow) float32 { return dotQ45K(w, a, 176, decodeQ5K) }
+// dotQ4KGeneric: the minimum terms go to four float lanes, lane m taking
+// sub-blocks 2m and 2m+1.
+func dotQ4KGeneric(w []byte, a *actRow) float32 {
+	var acc [8]float32
+	var accm [4]float32
+	var q [256]int8
+	var sc, mn [8]int32
+	for b := range len(a.d) {
+		blk := w[b*144 : (b+1)*144]
+		decodeQ4K(blk, &q, &sc, &mn)
+		lanes := laneDotK(&q, a.qs[b*256:], sc[:])
+		addLanes(&acc, f16Table[le16(blk[0:])]*a.d[b], &lanes)
+		dmin := -(a.d[b] * f16Table[le16(blk[2:])])
+		bs := a.bsums[b*16 : (b+1)*16]
+		for m := range accm {
+			// q8s[k] = bsums[2k]+bsums[2k+1], the sum of sub-block k
+			p := mn[2*m]*(int32(bs[4*m])+int32(bs[4*m+1])) + mn[2*m+1]*(int32(bs[4*m+2])+int32(bs[4*m+3]))
+			accm[m] = fma32(dmin, float32(p), accm[m])
+		}
+	}
+	return hsum8(&acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]))
+}
 
-func dotQ45K(w []byte, a *actRow, size int, decode func([]byte, *[256]int8, *[8]int32, *[8]int32)) float32 {
+// dotQ5KGeneric: the minimum terms go to one float sum.
+func dotQ5KGeneric(w []byte, a *actRow) float32 {
 	var acc [8]float32
 	var summ float32
 	var q [256]int8
 	var sc, mn [8]int32
 	for b := range len(a.d) {
-		blk := w[b*size : (b+1)*size]
-		decode(blk, &q, &sc, &mn)
+		blk := w[b*176 : (b+1)*176]
+		decodeQ5K(blk, &q, &sc, &mn)
 		lanes := laneDotK(&q, a.qs[b*256:], sc[:])
 		addLanes(&acc, f16Table[le16(blk[0:])]*a.d[b], &lanes)
 		var isum int32
 		for j, s := range a.bsums[b*16 : (b+1)*16] {
 			isum += int32(s) * mn[j/2]
 		}
-		summ = fma32(-(f16Table[le16(blk[2:])] * a.d[b]), float32(isum), summ)
+		summ = fma32(-(a.d[b] * f16Table[le16(blk[2:])]), float32(isum), summ)
 	}
 	return hsum8(&acc) + summ
 }
 
+// dotQ6KGeneric: ggml multiplies the unsigned 6-bit quants and subtracts
+// 32·Σ scale·bsum of 32-element block m from lane m.
 func dotQ6KGeneric(w []byte, a *actRow) float32 {
 	var acc [8]float32
 	var q [256]int8
@@ -170,7 +203,14 @@ func dotQ6KGeneric(w []byte, a *actRow) float32 {
 	for b := range len(a.d) {
 		blk := w[b*210 : (b+1)*210]
 		decodeQ6K(blk, &q, &sc)
+		for i := range q {
+			q[i] += 32 // unsigned quants, 0..63
+		}
 		lanes := laneDotK(&q, a.qs[b*256:], sc[:])
+		bs := a.bsums[b*16 : (b+1)*16]
+		for m := range lanes {
+			lanes[m] -= 32 * (int32(bs[2*m])*sc[2*m] + int32(bs[2*m+1])*sc[2*m+1])
+		}
 		addLanes(&acc, f16Table[le16(blk[208:])]*a.d[b], &lanes)
 	}
 	return hsum8(&acc)
@@ -189,21 +229,23 @@ func dotQ3KGeneric(w []byte, a *actRow) float32 {
 	return hsum8(&acc)
 }
 
+// dotQ2KGeneric: lane m first takes fma(dmin, min·bsum of groups 2m and
+// 2m+1), then the super-block's quants.
 func dotQ2KGeneric(w []byte, a *actRow) float32 {
 	var acc [8]float32
-	var summ float32
 	var q [256]int8
 	var sc, mn [16]int32
 	for b := range len(a.d) {
 		blk := w[b*84 : (b+1)*84]
 		decodeQ2K(blk, &q, &sc, &mn)
+		bs := a.bsums[b*16 : (b+1)*16]
+		var mins [8]int32
+		for m := range mins {
+			mins[m] = mn[2*m]*int32(bs[2*m]) + mn[2*m+1]*int32(bs[2*m+1])
+		}
+		addLanes(&acc, -(a.d[b] * f16Table[le16(blk[82:])]), &mins)
 		lanes := laneDotK(&q, a.qs[b*256:], sc[:])
 		addLanes(&acc, f16Table[le16(blk[80:])]*a.d[b], &lanes)
-		var isum int32
-		for j, s := range a.bsums[b*16 : (b+1)*16] {
-			isum += int32(s) * mn[j]
-		}
-		summ = fma32(-(f16Table[le16(blk[82:])] * a.d[b]), float32(isum), summ)
 	}
-	return hsum8(&acc) + summ
+	return hsum8(&acc)
 }

@@ -14,10 +14,8 @@ func (p *Pool) MatMul(dst []float32, w Weight, x []float32, n int) {
 	dot := checkMatMul(p.impl, dst, w, x, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.act.prepare(p.impl, actKindOf(w.Type), x, n, w.Cols)
-	rpt := max(1, (w.Rows+16*p.threads-1)/(16*p.threads))
-	p.mm = matmulJob{dot: dot, dst: dst, w: w, rowBytes: w.RowBytes(), act: &p.act, n: n, rowsPerTask: rpt}
-	p.run(&p.mm, (w.Rows+rpt-1)/rpt)
+	p.mm = newMatmulJob(p.impl, &p.act, dot, dst, w, x, n, p.threads)
+	p.run(&p.mm, (w.Rows+p.mm.rowsPerTask-1)/p.mm.rowsPerTask)
 	p.mm = matmulJob{}
 }
 
@@ -30,9 +28,27 @@ func MatMul(dst []float32, w Weight, x []float32, n int) {
 func matMulSerial(k *impl, dst []float32, w Weight, x []float32, n int) {
 	dot := checkMatMul(k, dst, w, x, n)
 	var act actRows
+	j := newMatmulJob(k, &act, dot, dst, w, x, n, 1)
+	for r := 0; r < w.Rows; r += j.rowsPerTask {
+		j.run(0, r/j.rowsPerTask)
+	}
+}
+
+// newMatmulJob converts x into act and returns the job computing dst,
+// split into about 16 tasks per thread (whole groups of four rows for the
+// tiled kernels).
+func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
 	act.prepare(k, actKindOf(w.Type), x, n, w.Cols)
-	j := matmulJob{dot: dot, dst: dst, w: w, rowBytes: w.RowBytes(), act: &act, n: n, rowsPerTask: w.Rows}
-	j.run(0, 0)
+	g := k.gemm[w.Type]
+	rpt := max(1, (w.Rows+16*threads-1)/(16*threads))
+	switch {
+	case g != nil && g.kq:
+		act.recordsK()
+	case g != nil:
+		act.records32(k, g.bias)
+		rpt = (rpt + 3) &^ 3
+	}
+	return matmulJob{dot: dot, gemm: g, dst: dst, w: w, rowBytes: w.RowBytes(), act: act, n: n, rowsPerTask: rpt}
 }
 
 func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]byte, *actRow) float32 {
@@ -50,7 +66,8 @@ func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]by
 // for every token.
 type matmulJob struct {
 	dot         func([]byte, *actRow) float32
-	dst         []float32 // (n, w.Rows)
+	gemm        *blockGEMM // tiled kernel replacing dot, if set
+	dst         []float32  // (n, w.Rows)
 	w           Weight
 	rowBytes    int
 	act         *actRows // (n) converted rows of x
@@ -61,6 +78,10 @@ type matmulJob struct {
 func (j *matmulJob) run(_, task int) {
 	r0 := task * j.rowsPerTask
 	r1 := min(r0+j.rowsPerTask, j.w.Rows)
+	if j.gemm != nil {
+		j.runGEMM(r0, r1)
+		return
+	}
 	rows := j.w.Rows
 	for t := range j.n {
 		a := &j.act.rows[t]

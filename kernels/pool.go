@@ -8,8 +8,12 @@ import (
 
 // Pool is a fixed set of worker goroutines, started once by NewPool, that
 // run the parallel kernels (MatMul by output rows, Attention by (token,
-// head)). No goroutine is started per call: a call wakes idle workers, the
-// caller works too, and tasks are claimed from a shared counter. Every task
+// head)). No goroutine is started per call: a call publishes the job by
+// bumping an epoch that idle helpers spin on for a while (spinIters) before
+// they park on a channel, the caller works too, and tasks are claimed from a
+// shared counter; the caller then spins until every helper has left the
+// job. Kernel calls of a forward pass follow each other within
+// microseconds, so helpers are normally caught spinning. Every task
 // writes a disjoint part of the output and computes it in a fixed order, so
 // results are bit-identical for any thread count.
 //
@@ -20,13 +24,15 @@ type Pool struct {
 	impl    *impl
 	threads int
 
-	mu     sync.Mutex      // held for the whole of a kernel call
-	start  []chan struct{} // (threads-1) wake-up signal of each helper
-	wg     sync.WaitGroup  // helpers still draining the current job
-	job    job             // current job, set before helpers are woken
-	ntasks int64           // tasks in the current job
-	next   atomic.Int64    // next unclaimed task
-	closed bool
+	mu      sync.Mutex    // held for the whole of a kernel call
+	helpers []helper      // (threads-1) parking state of each helper
+	job     job           // current job, set before the epoch is bumped
+	ntasks  int64         // tasks in the current job
+	next    atomic.Int64  // next unclaimed task
+	epoch   atomic.Uint64 // bumped to publish a job (or the stop) to the helpers
+	pending atomic.Int32  // helpers yet to finish the current job
+	stop    atomic.Bool   // set by Close before its last epoch bump
+	closed  bool
 
 	scratch []workerScratch // (threads) per-worker buffers
 	act     actRows         // MatMul: converted activations
@@ -43,9 +49,11 @@ type job interface {
 type workerScratch struct {
 	offs   []int     // (context) offset of each position's K/V row
 	q      []float32 // (headDim) query rounded to the cache's precision
-	scores []float32 // (context) AttnMatMul probabilities
+	scores []float32 // (context rounded up to 16) AttnMatMul probabilities
+	lanes  []float32 // (64, headDim) AttnMatMul value accumulators, lane p mod 64
 	acc    []float32 // (headDim) AttnFlash accumulator, F32 and BF16 caches
-	acc16  []uint16  // (headDim) AttnFlash accumulator, F16 cache
+	acc16  []uint16  // (headDim) AttnFlash accumulator, F16 and F32 caches
+	k16    []uint16  // (headDim) AttnFlash: an F32 cache's K or V row rounded to F16
 }
 
 // NewPool starts a pool of threads workers (the caller counts as one).
@@ -57,10 +65,10 @@ func newPool(threads int, k *impl) *Pool {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	p := &Pool{impl: k, threads: threads, scratch: make([]workerScratch, threads)}
-	p.start = make([]chan struct{}, threads-1)
-	for i := range p.start {
-		p.start[i] = make(chan struct{}, 1)
-		go p.helper(i+1, p.start[i])
+	p.helpers = make([]helper, threads-1)
+	for i := range p.helpers {
+		p.helpers[i].wake = make(chan struct{}, 1)
+		go p.helper(i + 1)
 	}
 	return p
 }
@@ -76,16 +84,8 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	for _, c := range p.start {
-		close(c)
-	}
-}
-
-func (p *Pool) helper(id int, start <-chan struct{}) {
-	for range start {
-		p.drain(id)
-		p.wg.Done()
-	}
+	p.stop.Store(true)
+	p.publish()
 }
 
 // run executes tasks 0..ntasks-1 of j on the workers and returns when all
@@ -99,13 +99,19 @@ func (p *Pool) run(j job, ntasks int) {
 	}
 	p.job, p.ntasks = j, int64(ntasks)
 	p.next.Store(0)
-	helpers := min(len(p.start), ntasks-1)
-	p.wg.Add(helpers)
-	for _, c := range p.start[:helpers] {
-		c <- struct{}{}
+	if ntasks == 1 || len(p.helpers) == 0 {
+		p.drain(0)
+		p.job = nil
+		return
 	}
+	p.pending.Store(int32(len(p.helpers)))
+	p.publish()
 	p.drain(0)
-	p.wg.Wait()
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i >= spinIters {
+			runtime.Gosched() // a helper was descheduled: let it run
+		}
+	}
 	p.job = nil
 }
 

@@ -4,6 +4,10 @@ import "math"
 
 // Activation quantizers. Each converts one row x into the fields of dst
 // that its kind uses; dst's slices are already sized for len(x).
+//
+// bit-exact contract: the Q8 quantizers produce ggml's quantize_row_q8_0,
+// quantize_row_q8_1 and quantize_row_q8_K blocks byte for byte
+// (TestGoldenQuantize); F16/BF16 rounding is ggml's (nearest even).
 
 // quantizeF32Generic copies x.
 func quantizeF32Generic(dst *actRow, x []float32) { copy(dst.f, x) }

@@ -64,7 +64,7 @@ func NewRope(c RopeConfig) (*Rope, error) {
 		c.BetaSlow = 1
 	}
 	r := &Rope{c: c, mscale: c.AttnFactor}
-	r.thetaScale = float32(math.Pow(float64(c.Base), -2/float64(c.Dims)))
+	r.thetaScale = powf(c.Base, -2/float32(c.Dims))
 	if c.ExtFactor != 0 {
 		if c.OrigCtx <= 0 {
 			return nil, fmt.Errorf("kernels: YaRN rope needs the original context length, got %d", c.OrigCtx)
@@ -90,6 +90,14 @@ func (r *Rope) Dims() int { return r.c.Dims }
 
 // Angles fills cos and sin (Dims/2 each) with the scaled rotation of every
 // pair at position pos.
+//
+// bit-exact contract (ggml_rope_cache_init): θ₀ = float32(pos), θᵢ₊₁ =
+// θᵢ·thetaScale in float32 with thetaScale = powf(base, −2/Dims);
+// t = FreqScale·(θᵢ/FreqFactors[i]); cos = cosf(t)·mscale, sin =
+// sinf(t)·mscale with glibc's sincosf (see libm.go). Checked against
+// llama.cpp for plain, linear and frequency-factor RoPE; YaRN's ramp mixing
+// follows ggml's formula but its fused-multiply-add contraction is not
+// reproduced.
 func (r *Rope) Angles(cos, sin []float32, pos int32) {
 	half := r.c.Dims / 2
 	cos, sin = cos[:half], sin[:half]
@@ -106,14 +114,19 @@ func (r *Rope) Angles(cos, sin []float32, pos int32) {
 			mix := (1 - min(1, max(0, y))) * r.c.ExtFactor
 			t = t*(1-mix) + extrap*mix
 		}
-		cos[i] = float32(math.Cos(float64(t))) * ms
-		sin[i] = float32(math.Sin(float64(t))) * ms
+		sn, cs := sincosf(t)
+		cos[i] = cs * ms
+		sin[i] = sn * ms
 		theta *= r.thetaScale
 	}
 }
 
 // Apply rotates the first Dims values of every head of x (heads of headDim
 // values, laid end to end) in place by the angles from Angles.
+//
+// bit-exact contract (ggml's rotate_pairs as GCC contracts it): x0' =
+// fma(x0, cos, −(x1·sin)), x1' = fma(x0, sin, x1·cos), the inner products
+// rounded to float32.
 func (r *Rope) Apply(x []float32, headDim int, cos, sin []float32) {
 	d := r.c.Dims
 	if headDim < d || len(x)%headDim != 0 {

@@ -9,12 +9,14 @@ import (
 	"pagoda/gguf"
 )
 
-// runModel implements `pagoda model info FILE`.
+// runModel implements `pagoda model info FILE` and `pagoda model synth`.
 func runModel(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{fmt.Errorf("missing subcommand (want: info FILE)")}
+		return usageError{fmt.Errorf("missing subcommand (want: info FILE, synth)")}
 	}
 	switch args[0] {
+	case "synth":
+		return runModelSynth(args[1:], stdout, stderr)
 	case "info":
 		fs := newFlagSet("model info", stderr)
 		tensors := fs.Bool("tensors", false, "list every tensor")
@@ -26,7 +28,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		}
 		return modelInfo(fs.Arg(0), *tensors, stdout)
 	}
-	return usageError{fmt.Errorf("unknown subcommand %q (want: info)", args[0])}
+	return usageError{fmt.Errorf("unknown subcommand %q (want: info, synth)", args[0])}
 }
 
 func modelInfo(path string, listTensors bool, w io.Writer) error {

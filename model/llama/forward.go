@@ -18,6 +18,14 @@ import (
 // row-wise or per (token, head), so logits are bit-identical whatever else
 // shares the batch. In the last layer only the logit rows go on past
 // attention.
+//
+// Each token's arithmetic is llama.cpp's single-token decode graph for the
+// llama architecture, op for op: RMSNorm·weight, Q/K/V matmuls (+bias),
+// RoPE, cache write, attention (Options.Attention), output matmul,
+// residual add, RMSNorm·weight, gate and up matmuls, SwiGLU per row, down
+// matmul, residual add; then the output norm and the logits matmul. With
+// the kernels' bit-exact contract the logits equal llama.cpp's bit for bit
+// (TestSmolLM2).
 func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -115,7 +123,7 @@ func (m *Model) residual(ly *layer, x, att []float32, nr int) {
 	gate, up := s.gate[:h], s.up[:h]
 	m.pool.MatMul(gate, ly.gate, xb, nr)
 	m.pool.MatMul(up, ly.up, xb, nr)
-	kernels.SwiGLU(gate, gate, up)
+	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
 	m.pool.MatMul(xb, ly.down, gate, nr)
 	kernels.Add(x[:d], xb)
 }

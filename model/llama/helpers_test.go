@@ -16,7 +16,10 @@ const (
 	storiesPath    = "../../../shared/models/stories260K/stories260K.gguf"
 	storiesRefPath = "../../../shared/testdata/reference/stories260K.public.json"
 	smolRefPath    = "../../testdata/reference/smollm2-135m-instruct-q4_1.json"
-	smolFile       = "SmolLM2-135M-Instruct.Q4_1.gguf"
+	// storiesFlashRefPath: llama.cpp's flash-attention decode path on the
+	// AVX-512 machine (testdata/make_stories_flash_reference.py).
+	storiesFlashRefPath = "testdata/stories260k-flash.json"
+	smolFile            = "SmolLM2-135M-Instruct.Q4_1.gguf"
 )
 
 // refFile is a llama.cpp greedy reference: per prompt, 64 steps with the

@@ -25,9 +25,11 @@ func init() {
 type Options struct {
 	// Threads is the number of kernel workers; ≤ 0 means GOMAXPROCS.
 	Threads int
-	// Attention selects which llama.cpp CPU attention path the rounding
-	// reproduces: kernels.AttnMatMul (the default: flash attention off, as
-	// llama-cpp-python) or kernels.AttnFlash (llama-server's default).
+	// Attention selects which llama.cpp CPU attention path the arithmetic
+	// reproduces bit for bit: kernels.AttnMatMul (the default: flash
+	// attention off, as llama-cpp-python runs it; the SmolLM2 reference) or
+	// kernels.AttnFlash (llama-server's default; the stories260K
+	// references).
 	Attention kernels.AttnMode
 }
 

@@ -4,58 +4,62 @@ import (
 	"math"
 	"testing"
 
-	"pagoda/kernels"
 	"pagoda/model"
 )
 
-// TestSmolLM2 compares SmolLM2-135M-Instruct Q4_1 with llama.cpp's greedy
-// reference, made by llama-cpp-python with its defaults: F16 cache,
-// flash attention off (our AttnMatMul).
+// TestSmolLM2 reproduces llama.cpp's greedy decoding of SmolLM2-135M-Instruct
+// Q4_1 exactly. The reference was made by llama-cpp-python token by token
+// (n_batch 1: llama.cpp's single-token decode path), F16 KV cache, flash
+// attention off, weight repacking off, on an AVX-512 machine; the kernels
+// reproduce that path's arithmetic bit for bit (see the kernels package
+// doc).
 //
-// Exact greedy identity is not attainable for this model: llama.cpp is not
-// batch invariant (prompt scores use tinyBLAS's summation order, decode
-// steps ggml_vec_dot's), and its massive activations (~2e4 from layer 11)
-// amplify a single half-precision rounding flip of one attention
-// probability into log-probability changes of 0.1–0.5. llama.cpp itself,
-// fed the same prompts one token at a time, picks different ids in 3 of
-// the 10 cases (at reference gaps of 0.03–0.07), and with flash attention
-// in 6 of 10. So the test checks what is robust:
-//   - the prompt pass of the first case reproduces llama.cpp's
-//     log-probabilities to 1e-4 (same rounding, bit for bit in practice);
-//   - every case's first token (the prompt pass) is identical;
-//   - decoding is teacher-forced on llama.cpp's tokens: our choice differs
-//     only at near-ties (reference gap ≤ 0.35), at most maxFlips times.
+// This model is a severe test: its residual stream carries activations of
+// ~2e4 and every matmul quantizes its input to int8, so a single last-bit
+// difference anywhere flips a quantization and changes greedy choices a few
+// tokens later. Here the prompt is prefilled in one batch (the engine is
+// batch invariant, so that equals token-by-token decoding), then 48 tokens
+// are decoded greedily without teacher forcing: every id must equal the
+// reference's and every chosen token's log-probability must agree to 1e-4
+// (in practice they are identical to float32 rounding of the logits).
 func TestSmolLM2(t *testing.T) {
 	ref := readRef(t, smolRefPath)
-	m := openModel(t, smolPath(t), Options{Attention: kernels.AttnMatMul})
-	cases, steps, maxFlips := ref.Cases, 48, 20
+	m := openModel(t, smolPath(t), Options{Threads: 2})
+	cases, steps := ref.Cases, 48
 	if raceEnabled {
-		cases, steps, maxFlips = cases[:2], 6, 2
+		cases, steps = cases[:2], 4
 	}
-	kv, err := m.NewKVCache(len(cases)*((64+48+15)/16), 16, model.KVF16)
+	kv, err := m.NewKVCache(len(cases)*((128+48)/16), 16, model.KVF16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	alloc := &blockAlloc{total: int32(kv.NumBlocks)}
-	var st refStats
-	for i, c := range cases {
-		if i == 0 {
-			d := newDecoder(m, kv, alloc, c.PromptTokens)
-			lp := d.next(t)
-			for _, p := range c.Steps[0].Top {
-				if got := lp[int(p[0])]; math.Abs(got-p[1]) > 1e-4 {
-					t.Errorf("prompt %q: logprob of %v = %.6f, llama.cpp %.6f", c.Prompt, p[0], got, p[1])
-				}
+	chosen, top := runExact(t, m, kv, alloc, cases, steps)
+	t.Logf("%d cases × %d steps; max |logprob error|: chosen %.1e, top-5 %.1e", len(cases), steps, chosen, top)
+}
+
+// runExact decodes every case greedily (prompt prefilled in one batch, no
+// teacher forcing) for up to steps tokens and requires llama.cpp's ids
+// exactly and every reference log-probability (chosen and top-5) within
+// 1e-4. It returns the largest errors of the chosen and top-5 entries.
+func runExact(t *testing.T, m *Model, kv *model.KVCache, alloc *blockAlloc, cases []refCase, steps int) (chosen, top float64) {
+	t.Helper()
+	for _, c := range cases {
+		n := min(steps, len(c.Steps))
+		ids, rows := greedy(t, m, kv, alloc, c.PromptTokens, n)
+		for i, st := range c.Steps[:n] {
+			if ids[i] != st.ID {
+				t.Errorf("prompt %q: step %d: id %d, llama.cpp %d (top-5 %v)", c.Prompt, i, ids[i], st.ID, st.Top)
+				break
+			}
+			chosen = math.Max(chosen, math.Abs(rows[i][st.ID]-st.Logprob))
+			for _, p := range st.Top {
+				top = math.Max(top, math.Abs(rows[i][int(p[0])]-p[1]))
 			}
 		}
-		flips := st.flips
-		runRef(t, m, kv, alloc, c, min(steps, len(c.Steps)), 0.35, &st)
-		if st.flips > flips && st.firstStepFlip {
-			t.Errorf("prompt %q: first token differs from llama.cpp", c.Prompt)
-		}
 	}
-	t.Logf("%d near-tie flips over %d cases; max |logprob error|: chosen %.1e, top-5 %.1e", st.flips, len(cases), st.chosen, st.top)
-	if st.flips > maxFlips {
-		t.Fatalf("%d near-tie flips, want ≤ %d", st.flips, maxFlips)
+	if chosen > 1e-4 || top > 1e-4 {
+		t.Errorf("log-probabilities differ from llama.cpp by up to %.1e (chosen) and %.1e (top-5), want ≤ 1e-4", chosen, top)
 	}
+	return chosen, top
 }

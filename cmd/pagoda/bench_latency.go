@@ -1,0 +1,259 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+
+	"pagoda/gguf"
+	"pagoda/model"
+)
+
+// latencyFlags are the flags of `pagoda bench latency`.
+type latencyFlags struct {
+	model      string
+	threads    string
+	reps       int
+	pp, tg     int
+	batches    string
+	batchCtx   int
+	batchSteps int
+	blockSize  int
+	kv         string
+	outputJSON string
+	cpuProfile string
+	seed       uint64
+}
+
+// latencyResult is one row of the report.
+type latencyResult struct {
+	Test     string  `json:"test"`
+	Threads  int     `json:"threads"`
+	Tokens   float64 `json:"tokens_per_second"` // mean over repetitions
+	SD       float64 `json:"sd"`
+	Fraction float64 `json:"fraction"` // of the ceiling below
+	Ceiling  string  `json:"ceiling"`
+}
+
+// runBenchLatency implements `pagoda bench latency`, like llama-bench: the
+// model is driven directly (no engine) for prefill (pp) and single-sequence
+// decode (tg) on every thread count, and for batched decode of several
+// sequences with a context each; every figure is also given as a fraction of
+// the machine ceiling measured in the same run: prefill FLOPs against the
+// int8 dot-product peak, decode weight bytes read per step against the read
+// bandwidth of a working set the size of the weights.
+func runBenchLatency(args []string, stdout, stderr io.Writer) error {
+	f, err := parseLatencyFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ts, err := parseThreads(f.threads)
+	if err != nil {
+		return err
+	}
+	bs, err := parseIntList("--batch", f.batches)
+	if err != nil {
+		return err
+	}
+	kvType, err := model.ParseKVType(f.kv)
+	if err != nil {
+		return usageError{fmt.Errorf("--kv: %w", err)}
+	}
+	cost, err := readCost(f.model)
+	if err != nil {
+		return err
+	}
+	c := measureCeilings(ts, max(64, int(cost.weightBytes>>20)))
+	c.print(stdout)
+	fmt.Fprintf(stdout, "\nmodel %s: %.1f MiB, %.1f M params; %.1f MiB of weights and %.2f GFLOP of matrix products per token\n\n",
+		filepath.Base(f.model), float64(cost.fileBytes)/(1<<20), float64(cost.params)/1e6,
+		float64(cost.weightBytes)/(1<<20), 2*float64(cost.macs)/1e9)
+	if f.cpuProfile != "" {
+		stop, err := startProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	fmt.Fprintln(stdout, "| threads | test | t/s | of ceiling |")
+	fmt.Fprintln(stdout, "| ---: | :--- | ---: | :--- |")
+	var all []latencyResult
+	for _, t := range ts {
+		rs, err := latencyRuns(f, t, bs, kvType, cost, c)
+		for _, r := range rs {
+			fmt.Fprintf(stdout, "| %d | %s | %.2f ± %.2f | %.1f%% of %s |\n", r.Threads, r.Test, r.Tokens, r.SD, 100*r.Fraction, r.Ceiling)
+		}
+		all = append(all, rs...)
+		if err != nil {
+			return err
+		}
+	}
+	return writeJSON(f.outputJSON, map[string]any{"ceilings": c, "results": all})
+}
+
+func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
+	fs := newFlagSet("bench latency", stderr)
+	var f latencyFlags
+	fs.StringVar(&f.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
+	fs.IntVar(&f.reps, "reps", 3, "repetitions of each test")
+	fs.IntVar(&f.pp, "pp", 512, "prompt tokens of the prefill test")
+	fs.IntVar(&f.tg, "tg", 128, "generated tokens of the decode test")
+	fs.StringVar(&f.batches, "batch", "1,4,16,32", "sequences of the batched decode tests")
+	fs.IntVar(&f.batchCtx, "batch-ctx", 128, "context tokens of each sequence in the batched tests")
+	fs.IntVar(&f.batchSteps, "batch-steps", 16, "decode steps timed in each batched test")
+	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
+	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f32, f16 or bf16")
+	fs.StringVar(&f.outputJSON, "output-json", "", "also write the results to this JSON file")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return f, err
+	}
+	if f.reps < 1 || f.pp < 1 || f.tg < 1 || f.batchCtx < 1 || f.batchSteps < 1 || f.blockSize < 1 {
+		return f, usageError{errors.New("--reps, --pp, --tg, --batch-ctx, --batch-steps and --block-size must be ≥ 1")}
+	}
+	return f, nil
+}
+
+// modelCost is what one token costs the model, from its GGUF file.
+type modelCost struct {
+	fileBytes   int64
+	params      int64
+	weightBytes int64 // bytes of the weight matrices a decode step reads
+	macs        int64 // multiply-adds of those matrices per token
+	attnMACs    int64 // attention multiply-adds per token per context position
+}
+
+// readCost sums the 2-D weight matrices of a model file: all of them but
+// the token embeddings, which are read one row per token, unless they are
+// tied to the output head.
+func readCost(path string) (modelCost, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return modelCost{}, err
+	}
+	defer f.Close()
+	var c modelCost
+	_, hasOutput := f.TensorInfo("output.weight")
+	for _, t := range f.Tensors {
+		c.params += int64(t.NumElements())
+		c.fileBytes += t.Size
+		if len(t.Dims) != 2 || t.Name == "token_embd.weight" && hasOutput {
+			continue
+		}
+		c.weightBytes += t.Size
+		c.macs += int64(t.NumElements())
+	}
+	arch, _ := f.String("general.architecture")
+	layers, _ := f.Uint(arch + ".block_count")
+	dim, _ := f.Uint(arch + ".embedding_length")
+	c.attnMACs = 2 * int64(layers) * int64(dim) // q·k and p·v over all query heads
+	if c.weightBytes == 0 {
+		return c, fmt.Errorf("%s: no weight matrices", path)
+	}
+	return c, nil
+}
+
+// latencyRuns loads the model on threads threads and runs every test.
+func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
+	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	seqs, maxCtx := 1, max(f.pp, f.tg)
+	for _, b := range batches {
+		seqs, maxCtx = max(seqs, b), max(maxCtx, f.batchCtx+f.batchSteps)
+	}
+	r, err := newSeqRunner(m, seqs, maxCtx, f.blockSize, kvType, f.seed)
+	if err != nil {
+		return nil, err
+	}
+	ci := c.at(threads)
+	bw, peak := c.ReadGBs[ci]*1e9, c.DotGOps[ci]*1e9
+	var rs []latencyResult
+	add := func(test string, tps []float64, frac func(float64) float64, ceiling string) {
+		mean, sd := meanSD(tps)
+		rs = append(rs, latencyResult{test, threads, mean, sd, frac(mean), ceiling})
+	}
+	ppFlops := 2 * (float64(cost.macs) + float64(cost.attnMACs)*float64(f.pp+1)/2)
+	tps, err := r.timeReps(f.reps, func() (int, error) { return f.pp, r.prefill(0, 0, f.pp) })
+	if err != nil {
+		return rs, err
+	}
+	add(fmt.Sprintf("pp%d", f.pp), tps, func(t float64) float64 { return t * ppFlops / peak }, "int8 dot peak")
+	tps, err = r.timeReps(f.reps, func() (int, error) { return f.tg, r.decodeOne(f.tg) })
+	if err != nil {
+		return rs, err
+	}
+	add(fmt.Sprintf("tg%d", f.tg), tps, func(t float64) float64 { return t * float64(cost.weightBytes) / bw }, "read bandwidth")
+	for _, b := range batches {
+		if err := r.prefillAll(b, f.batchCtx); err != nil {
+			return rs, err
+		}
+		tps, err = r.timeReps(f.reps, func() (int, error) { return b * f.batchSteps, r.decodeBatch(b, f.batchCtx, f.batchSteps) })
+		if err != nil {
+			return rs, err
+		}
+		steps := func(t float64) float64 { return t / float64(b) * float64(cost.weightBytes) / bw }
+		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), tps, steps, "read bandwidth (weights once per step)")
+	}
+	return rs, nil
+}
+
+// startProfile starts a CPU profile into path and returns its stop.
+func startProfile(path string) (func(), error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
+}
+
+// meanSD returns the mean and sample standard deviation.
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+// parseIntList parses a comma-separated list of positive integers.
+func parseIntList(flag, s string) ([]int, error) {
+	ts, err := parseThreads(s)
+	if err != nil || s == "" {
+		return nil, usageError{fmt.Errorf("%s: want comma-separated positive integers, got %q", flag, s)}
+	}
+	return ts, nil
+}
+
+// timeReps runs work reps times and returns each run's tokens per second.
+func (r *seqRunner) timeReps(reps int, work func() (int, error)) ([]float64, error) {
+	var tps []float64
+	for range reps {
+		t0 := time.Now()
+		n, err := work()
+		if err != nil {
+			return tps, err
+		}
+		tps = append(tps, float64(n)/time.Since(t0).Seconds())
+	}
+	return tps, nil
+}

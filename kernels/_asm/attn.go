@@ -1,0 +1,162 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Attention kernels over an F16 cache (ggml's unfused path): all the
+// scores of a (token, head) in one call, the probabilities' scaling and
+// rounding, and the value accumulation into 64 lanes by position. Cache
+// rows are found through an offset per position.
+
+func genAttn() {
+	genScoresF16()
+	genScaleRoundF16()
+	genValuesF16()
+}
+
+// genScoresF16: out[p] = float32(dotF16(q, K[offs[p]:][:hd]))·scale for
+// p < n, hd a positive multiple of 64: the 64-lane fused dot product with
+// its reduce64, as dotF16Generic without a tail.
+func genScoresF16() {
+	name := "scoresF16AVX512"
+	TEXT(name, NOSPLIT, "func(q *float32, k *uint16, offs *int, n, hd int, scale float32, out *float32)")
+	Doc(name + " sets out[p] = dot(q, k[offs[p]:][:hd])·scale for p < n, hd a positive multiple of 64.")
+	Pragma("noescape")
+	q, k, offs, n, hd, out := loadGP("q"), loadGP("k"), loadGP("offs"), loadGP("n"), loadGP("hd"), loadGP("out")
+	sx := XMM()
+	Load(Param("scale"), sx)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	SHRQ(U8(6), hd) // 64-element steps
+	Label(name + "_pos")
+	row := GP64()
+	MOVQ(Mem{Base: offs}, row)
+	LEAQ(Mem{Base: k, Index: row, Scale: 2}, row)
+	qp, steps := GP64(), GP64()
+	MOVQ(q, qp)
+	MOVQ(hd, steps)
+	acc := []reg.VecVirtual{ZMM(), ZMM(), ZMM(), ZMM()}
+	for _, a := range acc {
+		zero(a)
+	}
+	Label(name + "_step")
+	for i, a := range acc {
+		y := ZMM()
+		VCVTPH2PS(Mem{Base: row, Disp: 32 * i}, y)
+		VFMADD231PS(Mem{Base: qp, Disp: 64 * i}, y, a)
+	}
+	ADDQ(U32(256), qp)
+	ADDQ(U32(128), row)
+	DECQ(steps)
+	JNZ(LabelRef(name + "_step"))
+	VADDPS(acc[2], acc[0], acc[0])
+	VADDPS(acc[3], acc[1], acc[1])
+	VADDPS(acc[1], acc[0], acc[0])
+	s := reduce16(acc[0])
+	VMULSS(sx, s, s)
+	VMOVSS(s, Mem{Base: out})
+	ADDQ(U8(8), offs)
+	ADDQ(U8(4), out)
+	DECQ(n)
+	JNZ(LabelRef(name + "_pos"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// genScaleRoundF16: x[i] = f16(x[i]·a) as float32, any n.
+func genScaleRoundF16() {
+	name := "scaleRoundF16AVX512"
+	TEXT(name, NOSPLIT, "func(x *float32, n int, a float32)")
+	Doc(name + " sets x[i] to x[i]·a rounded to half precision (nearest even), for i < n.")
+	Pragma("noescape")
+	xs := loadStream("x", 4)
+	n := loadGP("n")
+	a := bcastArg("a")
+	loop16(name, n, []stream{xs}, func(k reg.Register) {
+		v := ZMM()
+		loadF32.load(xs.mem(), k, v)
+		VMULPS(a, v, v)
+		h := YMM()
+		VCVTPS2PH(U8(0), v, h)
+		VCVTPH2PS(h, v)
+		storeF32(v, k, xs.mem())
+	})
+}
+
+// genValuesF16: for p < n with w[p] ≠ 0, lanes[(p mod 64)·hd + d] =
+// fma(w[p], v[offs[p]+d], lanes[...]) for d < hd (any hd ≥ 1).
+func genValuesF16() {
+	name := "valuesF16AVX512"
+	TEXT(name, NOSPLIT, "func(lanes *float32, w *float32, v *uint16, offs *int, n, hd int)")
+	Doc(name + " adds w[p]·V[offs[p]] into lane p mod 64 of lanes (64 rows of hd) for p < n, skipping zero weights.")
+	Pragma("noescape")
+	lanes, w, v, offs, n, hd := loadGP("lanes"), loadGP("w"), loadGP("v"), loadGP("offs"), loadGP("n"), loadGP("hd")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	k := K()
+	bits, rem := GP64(), GP64()
+	MOVQ(hd, rem)
+	ANDQ(U8(15), rem)
+	MOVQ(U32(0xFFFF), bits)
+	BZHIQ(rem, bits, bits) // mask of the hd mod 16 tail
+	KMOVW(bits.As32(), k)
+	p := GP64()
+	XORQ(p, p)
+	zx := XMM()
+	zero(zx)
+	Label(name + "_pos")
+	wx := XMM()
+	VMOVSS(Mem{Base: w, Index: p, Scale: 4}, wx)
+	VUCOMISS(zx, wx)
+	JNE(LabelRef(name + "_add"))
+	JP(LabelRef(name + "_add")) // NaN weights are not zero
+	JMP(LabelRef(name + "_next"))
+	Label(name + "_add")
+	valuesRow(name, lanes, v, offs, p, hd, wx, k)
+	Label(name + "_next")
+	INCQ(p)
+	CMPQ(p, n)
+	JL(LabelRef(name + "_pos"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// valuesRow adds wx·V[offs[p]] into lane p mod 64, 16 values per step.
+func valuesRow(name string, lanes, v, offs, p, hd reg.GPVirtual, wx reg.VecVirtual, k reg.Register) {
+	dst, src, left := GP64(), GP64(), GP64()
+	MOVQ(p, dst)
+	ANDQ(U8(63), dst)
+	IMULQ(hd, dst)
+	LEAQ(Mem{Base: lanes, Index: dst, Scale: 4}, dst)
+	MOVQ(Mem{Base: offs, Index: p, Scale: 8}, src)
+	LEAQ(Mem{Base: v, Index: src, Scale: 2}, src)
+	MOVQ(hd, left)
+	wz := ZMM()
+	VBROADCASTSS(wx, wz)
+	Label(name + "_d")
+	CMPQ(left, U8(16))
+	JL(LabelRef(name + "_dtail"))
+	x, acc := ZMM(), ZMM()
+	VCVTPH2PS(Mem{Base: src}, x)
+	VMOVUPS(Mem{Base: dst}, acc)
+	VFMADD231PS(x, wz, acc)
+	VMOVUPS(acc, Mem{Base: dst})
+	ADDQ(U8(32), src)
+	ADDQ(U8(64), dst)
+	SUBQ(U8(16), left)
+	JMP(LabelRef(name + "_d"))
+	Label(name + "_dtail")
+	TESTQ(left, left)
+	JZ(LabelRef(name + "_dend"))
+	x, acc = ZMM(), ZMM()
+	VCVTPH2PS_Z(Mem{Base: src}, k, x)
+	VMOVUPS_Z(Mem{Base: dst}, k, acc)
+	VFMADD231PS(x, wz, acc)
+	VMOVUPS(acc, k, Mem{Base: dst})
+	Label(name + "_dend")
+}

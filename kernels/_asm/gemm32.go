@@ -1,0 +1,286 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// GEMM kernels for the 32-element block types (Q4_0, Q4_1, Q8_0) against
+// activations quantized to Q8_0/Q8_1.
+//
+// A call computes dst[a][r] for a < A activation rows (A = 1..gemm32Tile,
+// one function each) and every weight row r < rows, four weight rows at a
+// time. A ZMM register holds one 128-bit chunk per weight row: the "lo"
+// register takes elements 0..15 of a block (generic lanes 0..3: dword k sums
+// elements 4k..4k+3, exactly as VPDPBUSD groups bytes), the "hi" register
+// elements 16..31 (lanes 4..7). Per block and activation row,
+//
+//	lanes = Σ u8(w)·s8(y) (+ bias correction)      exact int32
+//	acc   = fma(dw·da, float(lanes), acc)            per lane, dw·da exact
+//	summs = fma(mw, s, summs)                        Q4_1 only, mw·s exact
+//
+// and at the end dst = ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) [+ summs], the
+// generic reference's order.
+//
+// Activation records (gemm32Rec bytes each, one per block; rows of nb
+// records actStride bytes apart) are prepared in Go:
+//
+//	0  qs   [32]int8
+//	32 corr [8]int32   −bias·(sum of the 4 quants of each dword): signed
+//	                   weights are re-biased to unsigned bytes for VPDPBUSD
+//	64 d    float32
+//	68 s    float32    (Q8_1)
+const (
+	recQS     = 0
+	recCorr   = 32
+	recD      = 64
+	recS      = 68
+	gemm32Rec = 72
+	// gemm32Tile is the widest activation tile.
+	gemm32Tile = 8
+	// gemm32TileMin is the widest tile of the types with mins (Q4_1).
+	gemm32TileMin = 7
+	// prefetchAhead is how far ahead of the current block each weight row
+	// is prefetched, in bytes: decode streams weights from memory, and the
+	// out-of-order window alone does not cover its latency.
+	prefetchAhead = 4096
+)
+
+// blockType describes a 32-element weight block.
+type blockType struct {
+	name  string
+	size  int  // bytes per block
+	qs    int  // offset of the quants
+	nib   bool // 4-bit quants: element j low nibble of qs[j], j+16 high nibble
+	min   bool // Q4_1: second f16 m at offset 2, result += Σ m·s
+	xor80 bool // signed 8-bit quants, re-biased to unsigned by xor 0x80
+}
+
+var blockTypes = []blockType{
+	{name: "Q4_0", size: 18, qs: 2, nib: true},
+	{name: "Q4_1", size: 20, qs: 4, nib: true, min: true},
+	{name: "Q8_0", size: 34, qs: 2, xor80: true},
+}
+
+// tile is the widest activation tile of a type: Q4_1's third accumulator
+// per activation row (Σ m·s) leaves registers for fewer rows.
+func (bt blockType) tile() int {
+	if bt.min {
+		return gemm32TileMin
+	}
+	return gemm32Tile
+}
+
+func genGemm32() {
+	for _, bt := range blockTypes {
+		for a := 1; a <= bt.tile(); a++ {
+			g := &gemm32{bt: bt, na: a}
+			g.gen()
+		}
+	}
+}
+
+// gemm32 emits one kernel.
+type gemm32 struct {
+	bt blockType
+	na int
+
+	// block loop state
+	p    [4]reg.GPVirtual // weight row pointers
+	off  reg.GPVirtual    // byte offset of the current block in a row
+	act  strided          // current activation record of row 0, stride
+	lo   reg.VecVirtual   // weight quants of elements 0..15, four rows
+	hi   reg.VecVirtual   // elements 16..31
+	dw   reg.VecVirtual   // weight scales [d0×4, d1×4, d2×4, d3×4]
+	mw   reg.VecVirtual   // Q4_1 mins [m0 m1 m2 m3] in the low XMM
+	acc  [][2]reg.VecPhysical
+	summ []reg.VecPhysical
+}
+
+func (g *gemm32) name() string {
+	return fmt.Sprintf("gemm%s_%d", g.bt.name, g.na)
+}
+
+func (g *gemm32) gen() {
+	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records.",
+		g.name(), g.bt.name, g.na))
+	Pragma("noescape")
+	r := GP64()
+	XORQ(r, r)
+	Label(g.name() + "_rows")
+	g.rowPointers(r)
+	g.zeroAcc()
+	g.act = loadStrided("act", "actStride", g.na, 1)
+	g.off = GP64()
+	XORQ(g.off, g.off)
+	cnt := GP64()
+	Load(Param("nb"), cnt)
+	Label(g.name() + "_blocks")
+	for i := range 4 {
+		PREFETCHT0(g.wmem(i, prefetchAhead))
+	}
+	g.loadWeights()
+	for a := range g.na {
+		g.accumulate(a)
+	}
+	ADDQ(U32(g.bt.size), g.off)
+	g.act.advance(gemm32Rec)
+	DECQ(cnt)
+	JNZ(LabelRef(g.name() + "_blocks"))
+	g.store(r)
+	ADDQ(U8(4), r)
+	rows := GP64()
+	Load(Param("rows"), rows)
+	CMPQ(r, rows)
+	JL(LabelRef(g.name() + "_rows"))
+	VZEROUPPER()
+	RET()
+}
+
+// rowPointers sets p[i] to weight row r+i, or to row r when r+i is past
+// the last row (its results are computed and discarded).
+func (g *gemm32) rowPointers(r reg.GPVirtual) {
+	w, rb, left := GP64(), GP64(), GP64()
+	Load(Param("w"), w)
+	Load(Param("rowBytes"), rb)
+	Load(Param("rows"), left)
+	SUBQ(r, left)
+	g.p[0] = GP64()
+	MOVQ(rb, g.p[0])
+	IMULQ(r, g.p[0])
+	ADDQ(w, g.p[0])
+	for i := 1; i < 4; i++ {
+		g.p[i] = GP64()
+		LEAQ(Mem{Base: g.p[i-1], Index: rb, Scale: 1}, g.p[i])
+		CMPQ(left, U8(i))
+		CMOVQLE(g.p[0], g.p[i])
+	}
+}
+
+func (g *gemm32) zeroAcc() {
+	g.acc = make([][2]reg.VecPhysical, g.na)
+	g.summ = nil
+	var pin pinned
+	for a := range g.na {
+		z := pin.zero(2)
+		g.acc[a] = [2]reg.VecPhysical{z[0], z[1]}
+		if g.bt.min {
+			g.summ = append(g.summ, pin.zero(1)[0])
+		}
+	}
+}
+
+// wmem addresses byte disp of the current block of weight row i.
+func (g *gemm32) wmem(i, disp int) Mem {
+	return Mem{Base: g.p[i], Index: g.off, Scale: 1, Disp: disp}
+}
+
+// loadWeights fills lo, hi (unsigned bytes, four rows) and the scales.
+func (g *gemm32) loadWeights() {
+	g.lo, g.hi = ZMM(), ZMM()
+	if g.bt.nib {
+		q := ZMM()
+		VMOVDQU(g.wmem(0, g.bt.qs), q.AsX())
+		for i := 1; i < 4; i++ {
+			VINSERTI32X4(U8(i), g.wmem(i, g.bt.qs), q, q)
+		}
+		mask := constU32("nib0F", 0x0F0F0F0F)
+		VPSRLW(U8(4), q, g.hi)
+		VPANDD_BCST(mask, q, g.lo)
+		VPANDD_BCST(mask, g.hi, g.hi)
+	} else {
+		for h, z := range []reg.VecVirtual{g.lo, g.hi} {
+			VMOVDQU(g.wmem(0, g.bt.qs+16*h), z.AsX())
+			for i := 1; i < 4; i++ {
+				VINSERTI32X4(U8(i), g.wmem(i, g.bt.qs+16*h), z, z)
+			}
+			if g.bt.xor80 {
+				VPXORD_BCST(constU32("byte80", 0x80808080), z, z)
+			}
+		}
+	}
+	// Scales: the first dword of each row's block, as two halves [d, m or
+	// quants]: s = [d0 m0 d1 m1 d2 m2 d3 m3] as float32.
+	x := XMM()
+	VMOVD(g.wmem(0, 0), x)
+	for i := 1; i < 4; i++ {
+		VPINSRD(U8(i), g.wmem(i, 0), x, x)
+	}
+	s := ZMM()
+	VCVTPH2PS(x, s.AsY())
+	idx := ZMM()
+	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
+	g.dw = ZMM()
+	VPERMPS(s, idx, g.dw)
+	if g.bt.min {
+		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
+		g.mw = ZMM()
+		VPERMPS(s, idx, g.mw)
+	}
+}
+
+// accumulate adds the current block of activation row a.
+func (g *gemm32) accumulate(a int) {
+	il, ih := ZMM(), ZMM()
+	for h, i := range []reg.VecVirtual{il, ih} {
+		if g.bt.min {
+			zero(i)
+		} else {
+			VBROADCASTI32X4(g.act.at(a, recCorr+16*h), i)
+		}
+	}
+	y := ZMM()
+	VBROADCASTI32X4(g.act.at(a, recQS), y)
+	vpdpbusd(y, g.lo, il)
+	y = ZMM()
+	VBROADCASTI32X4(g.act.at(a, recQS+16), y)
+	vpdpbusd(y, g.hi, ih)
+	VCVTDQ2PS(il, il)
+	VCVTDQ2PS(ih, ih)
+	dd := ZMM()
+	VMULPS_BCST(g.act.at(a, recD), g.dw, dd) // dw·da, exact
+	VFMADD231PS(il, dd, g.acc[a][0])
+	VFMADD231PS(ih, dd, g.acc[a][1])
+	if g.bt.min {
+		VFMADD231PS_BCST(g.act.at(a, recS), g.mw.AsX(), g.summ[a].AsX())
+	}
+}
+
+// store reduces each activation row's lanes and writes the (up to four)
+// valid rows of results.
+func (g *gemm32) store(r reg.GPVirtual) {
+	k := K()
+	left, bits := GP64(), GP64()
+	Load(Param("rows"), left)
+	SUBQ(r, left)
+	MOVQ(U32(4), bits)
+	CMPQ(left, U8(4))
+	CMOVQGT(bits, left) // rows left, at most 4
+	MOVQ(U32(0xF), bits)
+	BZHIQ(left, bits, bits) // (1<<left)−1
+	KMOVW(bits.As32(), k)
+	dst := loadStrided("dst", "dstStride", g.na, 4)
+	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
+	idx := ZMM()
+	VMOVDQU32(constU32("permSum", 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), idx)
+	for a := range g.na {
+		t, u := ZMM(), ZMM()
+		VADDPS(g.acc[a][1], g.acc[a][0], t) // l0+l4, l1+l5, l2+l6, l3+l7
+		VPERMILPS(U8(0x4E), t, u)
+		VADDPS(u, t, t) // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
+		VPERMILPS(U8(0xB1), t, u)
+		VADDPS(u, t, t)
+		VPERMPS(t, idx, t)
+		if g.bt.min {
+			VADDPS(g.summ[a].AsX(), t.AsX(), t.AsX())
+		}
+		VMOVUPS(t.AsX(), k, dst.at(a, 0))
+	}
+}

@@ -1,0 +1,47 @@
+// Command _asm generates the AVX-512 assembly of package kernels with avo.
+//
+// Each kernel family is written to its own file pair:
+//
+//	go run . -kernel gemm32 -pkg kernels -out ../gemm32_amd64.s -stubs ../gemm32_stubs_amd64.go
+//
+// `go generate` in package kernels (or `make asm`) runs every family; the test
+// in this module regenerates them into a temporary directory and fails if the
+// committed files differ.
+//
+// Every kernel reproduces the generic Go reference bit for bit: integer dot
+// products are exact in any order, and every float operation is done in the
+// reference's order and precision (see the kernels package doc); the
+// reference's fma32 is an IEEE fused multiply-add, as VFMADD computes it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	. "github.com/mmcloughlin/avo/build"
+)
+
+// families maps a -kernel name to the function that emits its kernels.
+var families = map[string]func(){
+	"gemm32":     genGemm32,
+	"gemm32avx2": genGemm32AVX2,
+	"gemmk":      genGemmK,
+	"vec":        genVec,
+	"ceil":       genCeil,
+	"quant":      genQuant,
+	"attn":       genAttn,
+}
+
+func main() {
+	kernel := flag.String("kernel", "", "kernel family to generate")
+	flag.Parse()
+	gen, ok := families[*kernel]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown -kernel %q\n", *kernel)
+		os.Exit(2)
+	}
+	ConstraintExpr("amd64,!noasm")
+	gen()
+	Generate()
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Activation quantizers Q8_0 and Q8_1 (ggml's x86 quantize_row_q8_0/_1),
+// one 32-element block per iteration: amax = max|x|, d = amax/127 stored
+// rounded to half precision, q = round-half-even(x·(127/amax)) (0 when
+// amax = 0), and for Q8_1 s = f16(d·Σq) with the unrounded d.
+
+func genQuant() {
+	genQuantQ8("quantizeQ8_0AVX512", false)
+	genQuantQ8("quantizeQ8_1AVX512", true)
+	genRecords32()
+}
+
+func genQuantQ8(name string, withSum bool) {
+	sig := "func(x *float32, qs *int8, d *float32, nb int)"
+	if withSum {
+		sig = "func(x *float32, qs *int8, d, s *float32, nb int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " quantizes nb blocks of 32 values of x as ggml's quantize_row_q8_" + map[bool]string{false: "0", true: "1"}[withSum] + ".")
+	Pragma("noescape")
+	xs, qs, ds := loadGP("x"), loadGP("qs"), loadGP("d")
+	var ss reg.GPVirtual
+	if withSum {
+		ss = loadGP("s")
+	}
+	n := loadGP("nb")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	c127 := XMM()
+	VMOVSS(f32c("c127", 127), c127)
+	Label(name + "_block")
+	a, b := ZMM(), ZMM()
+	VMOVUPS(Mem{Base: xs}, a)
+	VMOVUPS(Mem{Base: xs, Disp: 64}, b)
+	amax := hmaxAbs(a, b)
+	// d = amax/127; id = amax ≠ 0 ? 127/amax : 0
+	d, id := XMM(), XMM()
+	VDIVSS(c127, amax, d)
+	VDIVSS(amax, c127, id)
+	z, k := XMM(), K()
+	zero(z)
+	VCMPSS(U8(4), z, amax, k) // amax ≠ 0 (or NaN): bit 0 only
+	VMOVAPS_Z(id, k, id)
+	half := XMM()
+	VCVTPS2PH(U8(0), d, half)
+	VCVTPH2PS(half, half)
+	VMOVSS(half, Mem{Base: ds})
+	idz := ZMM()
+	VBROADCASTSS(id, idz)
+	qa, qb := ZMM(), ZMM()
+	VMULPS(idz, a, a)
+	VMULPS(idz, b, b)
+	VCVTPS2DQ(a, qa) // nearest even (MXCSR default)
+	VCVTPS2DQ(b, qb)
+	VPMOVDB(qa, Mem{Base: qs})
+	VPMOVDB(qb, Mem{Base: qs, Disp: 16})
+	if withSum {
+		sumScale(qa, qb, d, ss)
+		ADDQ(U8(4), ss)
+	}
+	ADDQ(U32(128), xs)
+	ADDQ(U8(32), qs)
+	ADDQ(U8(4), ds)
+	DECQ(n)
+	JNZ(LabelRef(name + "_block"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// hmaxAbs returns max(|a|, |b|) over all 32 lanes in lane 0 of an XMM.
+func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
+	mask := constU32("absMask", 0x7fffffff)
+	m, t := ZMM(), ZMM()
+	VANDPS_BCST(mask, a, m)
+	VANDPS_BCST(mask, b, t)
+	VMAXPS(t, m, m)
+	y := YMM()
+	VEXTRACTF32X8(U8(1), m, y)
+	VMAXPS(y, m.AsY(), y)
+	x := XMM()
+	VEXTRACTF32X4(U8(1), y, x)
+	VMAXPS(x, y.AsX(), x)
+	u := XMM()
+	VPERMILPS(U8(0x4e), x, u)
+	VMAXPS(u, x, x)
+	VPERMILPS(U8(0xb1), x, u)
+	VMAXPS(u, x, x)
+	return x
+}
+
+// sumScale stores f16(d·Σq) at s, q the int32 quants of qa and qb.
+func sumScale(qa, qb, d reg.VecVirtual, s reg.GPVirtual) {
+	t := ZMM()
+	VPADDD(qb, qa, t)
+	y := YMM()
+	VEXTRACTI64X4(U8(1), t, y)
+	VPADDD(y, t.AsY(), y)
+	x := XMM()
+	VEXTRACTI32X4(U8(1), y, x)
+	VPADDD(x, y.AsX(), x)
+	u := XMM()
+	VPSHUFD(U8(0x4e), x, u)
+	VPADDD(u, x, x)
+	VPSHUFD(U8(0xb1), x, u)
+	VPADDD(u, x, x)
+	VCVTDQ2PS(x, x)
+	VMULSS(d, x, x)
+	h := XMM()
+	VCVTPS2PH(U8(0), x, h)
+	VCVTPH2PS(h, h)
+	VMOVSS(h, Mem{Base: s})
+}
+
+// genRecords32: the gemm32 activation records of nb blocks of one row:
+// rec = qs (32 bytes), −bias·(sums of 4 quants) (8 int32), d, s (0 when s
+// is nil), gemm32Rec bytes per block.
+func genRecords32() {
+	name := "records32AVX512"
+	TEXT(name, NOSPLIT, "func(qs *int8, d, s *float32, rec *byte, nb int, bias int32)")
+	Doc(name + " writes the gemm32 activation records of nb blocks (s may be nil).")
+	Pragma("noescape")
+	qs, d, s, rec, n := loadGP("qs"), loadGP("d"), loadGP("s"), loadGP("rec"), loadGP("nb")
+	nbias := ZMM()
+	b := GP32()
+	Load(Param("bias"), b)
+	NEGL(b)
+	VPBROADCASTD(b, nbias)
+	ones := YMM()
+	VPBROADCASTD(constU32("bytes01", 0x01010101), ones)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_block")
+	q := YMM()
+	VMOVDQU(Mem{Base: qs}, q)
+	VMOVDQU(q, Mem{Base: rec, Disp: recQS})
+	c := YMM()
+	zero(c)
+	vpdpbusd(q, ones, c) // Σ of each 4 quants
+	VPMULLD(nbias.AsY(), c, c)
+	VMOVDQU(c, Mem{Base: rec, Disp: recCorr})
+	x := XMM()
+	VMOVSS(Mem{Base: d}, x)
+	VMOVSS(x, Mem{Base: rec, Disp: recD})
+	zero(x)
+	TESTQ(s, s)
+	JZ(LabelRef(name + "_nos"))
+	VMOVSS(Mem{Base: s}, x)
+	ADDQ(U8(4), s)
+	Label(name + "_nos")
+	VMOVSS(x, Mem{Base: rec, Disp: recS})
+	ADDQ(U8(32), qs)
+	ADDQ(U8(4), d)
+	ADDQ(U32(gemm32Rec), rec)
+	DECQ(n)
+	JNZ(LabelRef(name + "_block"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}

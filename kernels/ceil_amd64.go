@@ -1,0 +1,27 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The probes use the AVX-512 kernels when the CPU has them, else the
+// portable Go loops.
+
+func readProbe(b []byte) uint64 {
+	if hasAVX512() && len(b) >= 512 {
+		return readBWAVX512(&b[0], len(b)&^511)
+	}
+	return readGo(b)
+}
+
+func fmaProbe(iters int) uint32 {
+	if hasAVX512() && iters > 0 {
+		return peakFMAAVX512(iters)
+	}
+	return fmaGo(iters)
+}
+
+func dotProbe(iters int) uint32 {
+	if hasAVX512() && iters > 0 {
+		return peakDotAVX512(iters)
+	}
+	return dotGo(iters)
+}

@@ -1,0 +1,128 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Accelerated GEMM for the 32-element block types (Q4_0, Q4_1, Q8_0).
+//
+// The generated kernels (see _asm/gemm32.go) read the quantized activations
+// as records of gemm32Rec bytes per block, one row of records per
+// activation row:
+//
+//	0  qs   [32]int8   the block's quants, as the generic quantizer made them
+//	32 corr [8]int32   −bias·(q[4k]+q[4k+1]+q[4k+2]+q[4k+3]), k = 0..7
+//	64 d    float32    the block scale
+//	68 s    float32    Q8_1's f16(d·Σq), else 0
+//
+// The kernels feed weights to VPDPBUSD as unsigned bytes: Q4_0 nibbles are
+// q+8 and Q8_0 bytes are q+128 (xor 0x80), so every lane starts from the
+// correction −bias·Σy of its four activation quants. Integer lanes are
+// exact; the float work per block and lane follows the generic order.
+const gemm32Rec = 72
+
+// K-quant records (see _asm/gemmk.go), one per 256-element super-block:
+//
+//	0   qs   [256]int8
+//	256 q8s  [8]int16   sums of 32 quants
+//	272 bs   [16]int16  sums of 16 quants
+//	304 d    float32
+const gemmKRec = 308
+
+// gemmFunc is the signature of the generated kernels: dst[a·dstStride+r] =
+// row r of w (rows rows of rowBytes) · activation row a (nb records at
+// act+a·actStride), for a below the kernel's tile width.
+type gemmFunc func(w *byte, rowBytes, rows int, act *byte, actStride, nb int, dst *float32, dstStride int)
+
+// blockGEMM is an accelerated MatMul for one block type.
+type blockGEMM struct {
+	tiles []gemmFunc // by number of activation rows − 1, up to the widest tile
+	bias  int32      // 32-element types: unsigned re-biasing of the quants (0: none)
+	kq    bool       // K-quant: Q8_K activations in gemmKRec records
+}
+
+// recordSize returns the block length and record size of g's activations.
+func (g *blockGEMM) recordSize() (block, size int) {
+	if g.kq {
+		return 256, gemmKRec
+	}
+	return 32, gemm32Rec
+}
+
+// recordsK lays out the Q8_K rows of a as K-quant records.
+func (a *actRows) recordsK() {
+	stride := a.cols / 256 * gemmKRec
+	a.rec = grow(a.rec, len(a.rows)*stride)
+	for t := range a.rows {
+		row := &a.rows[t]
+		for b := range len(row.d) {
+			r := a.rec[t*stride+b*gemmKRec:][:gemmKRec]
+			for i, v := range row.qs[b*256 : (b+1)*256] {
+				r[i] = byte(v)
+			}
+			bs := row.bsums[b*16 : (b+1)*16]
+			for k := range 8 {
+				binary.LittleEndian.PutUint16(r[256+2*k:], uint16(bs[2*k]+bs[2*k+1]))
+			}
+			for k, v := range bs {
+				binary.LittleEndian.PutUint16(r[272+2*k:], uint16(v))
+			}
+			binary.LittleEndian.PutUint32(r[304:], math.Float32bits(row.d[b]))
+		}
+	}
+}
+
+// records32 lays out the quantized rows of a (kinds Q8_0, Q8_1) as
+// gemm32 records for weights re-biased by bias, with k's record writer.
+func (a *actRows) records32(k *impl, bias int32) {
+	stride := a.cols / 32 * gemm32Rec
+	a.rec = grow(a.rec, len(a.rows)*stride)
+	for t := range a.rows {
+		k.records(a.rec[t*stride:(t+1)*stride], &a.rows[t], bias)
+	}
+}
+
+// records32Go writes the records of one quantized row into rec.
+func records32Go(rec []byte, row *actRow, bias int32) {
+	for b := range len(row.d) {
+		r := rec[b*gemm32Rec : (b+1)*gemm32Rec]
+		q := row.qs[b*32 : (b+1)*32]
+		for i, v := range q {
+			r[i] = byte(v)
+		}
+		for k := range 8 {
+			s := int32(q[4*k]) + int32(q[4*k+1]) + int32(q[4*k+2]) + int32(q[4*k+3])
+			binary.LittleEndian.PutUint32(r[32+4*k:], uint32(-bias*s))
+		}
+		binary.LittleEndian.PutUint32(r[64:], math.Float32bits(row.d[b]))
+		var s float32
+		if row.s != nil {
+			s = row.s[b]
+		}
+		binary.LittleEndian.PutUint32(r[68:], math.Float32bits(s))
+	}
+}
+
+// runGEMM computes output rows [r0, r1) of every token with the
+// accelerated kernel, as many tokens per call as its widest tile.
+func (j *matmulJob) runGEMM(r0, r1 int) {
+	block, size := j.gemm.recordSize()
+	rows, nb := j.w.Rows, j.w.Cols/block
+	stride := nb * size
+	tile := len(j.gemm.tiles)
+	for t := 0; t < j.n; t += tile {
+		na := min(tile, j.n-t)
+		j.gemm.tiles[na-1](&j.w.Data[r0*j.rowBytes], j.rowBytes, r1-r0,
+			&j.act.rec[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
+	}
+}
+
+// fmaRoundsOnce reports whether the generic fma32 is an IEEE fused
+// multiply-add (one rounding), as the FMA instructions of the accelerated
+// kernels are: a·b+c below is 1+2⁻²³+2⁻²⁴−2⁻⁶⁴, which rounds once to
+// 1+2⁻²³ but, through float64, to the tie 1+2⁻²³+2⁻²⁴ and then to 1+2⁻²².
+func fmaRoundsOnce() bool {
+	a := float32(1+0x1p-20) * 0x1p-24
+	return fma32(a, 1-0x1p-20, 1+0x1p-23) == 1+0x1p-23
+}

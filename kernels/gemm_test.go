@@ -1,0 +1,198 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pagoda/gguf"
+)
+
+// forEachAccel runs f for every accelerated implementation (none with the
+// noasm tag or on CPUs without the features).
+func forEachAccel(t *testing.T, f func(t *testing.T, k *impl)) {
+	t.Helper()
+	for _, k := range implementations() {
+		if k != generic {
+			t.Run(k.name, func(t *testing.T) { f(t, k) })
+		}
+	}
+}
+
+// blockTypes32 are the weight types with tiled accelerated kernels.
+var blockTypes32 = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0}
+
+// rawBlocks32 returns rows×cols of type typ with random quants and scales
+// drawn by scale (raw bytes, not a quantizer's output, so that every bit
+// pattern of the quants occurs), starting at byte offset off of a larger
+// buffer so that rows are misaligned.
+func rawBlocks32(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
+	bs := typ.TypeSize()
+	n := rows * cols / 32
+	buf := make([]byte, off+n*bs+7)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	data := buf[off : off+n*bs]
+	for b := range n {
+		blk := data[b*bs:]
+		binary.LittleEndian.PutUint16(blk, F32ToF16(scale()))
+		if typ == gguf.Q4_1 {
+			binary.LittleEndian.PutUint16(blk[2:], F32ToF16(scale()))
+		}
+	}
+	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
+}
+
+// scaleDists are the distributions of block scales the equality tests draw
+// from: ordinary ones, and ones spanning the whole f16 range with signs and
+// zeros, where float rounding is most delicate.
+var scaleDists = map[string]func(r *rand.Rand) func() float32{
+	"normal": func(r *rand.Rand) func() float32 {
+		return func() float32 { return float32(r.NormFloat64() * 0.01) }
+	},
+	"wide": func(r *rand.Rand) func() float32 {
+		return func() float32 {
+			if r.IntN(8) == 0 {
+				return 0
+			}
+			v := float32(math.Ldexp(1+r.Float64(), r.IntN(40)-24))
+			if r.IntN(2) == 0 {
+				v = -v
+			}
+			return v
+		}
+	},
+}
+
+// checkSameMatMul compares k's pooled MatMul with the generic serial one
+// bit for bit, with NaN guards around dst.
+func checkSameMatMul(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n int) {
+	t.Helper()
+	want := make([]float32, n*w.Rows)
+	matMulSerial(generic, want, w, x, n)
+	const guard = 5
+	buf := make([]float32, n*w.Rows+2*guard)
+	for i := range buf {
+		buf[i] = float32(math.NaN())
+	}
+	got := buf[guard : guard+n*w.Rows]
+	p.MatMul(got, w, x, n)
+	for i := range guard {
+		if !math.IsNaN(float64(buf[i])) || !math.IsNaN(float64(buf[len(buf)-1-i])) {
+			t.Fatalf("%s wrote outside dst", k.name)
+		}
+	}
+	for i := range want {
+		if !sameFloat(got[i], want[i]) {
+			t.Fatalf("%s: token %d row %d: %v (%#x), generic %v (%#x)", k.name, i/w.Rows, i%w.Rows,
+				got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestGEMM32SameAsGeneric sweeps rows (tails of the 4-row groups), columns,
+// activation rows (tails of the tiles), misaligned weights and scale
+// distributions.
+func TestGEMM32SameAsGeneric(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, threads := range []int{1, 3} {
+			p := newPool(threads, k)
+			defer p.Close()
+			for _, typ := range blockTypes32 {
+				for dist, mk := range scaleDists {
+					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
+						r := newRand(uint64(typ)*7 + uint64(threads))
+						for _, rows := range []int{1, 2, 3, 4, 5, 7, 9, 67} {
+							for _, cols := range []int{32, 64, 96, 320} {
+								w := rawBlocks32(r, typ, rows, cols, rows%4, mk(r))
+								for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 9} {
+									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// TestGEMM32Large checks a model-sized shape: many row groups and tasks.
+func TestGEMM32Large(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		r := newRand(11)
+		for _, typ := range blockTypes32 {
+			t.Run(typ.String(), func(t *testing.T) {
+				w := rawBlocks32(r, typ, 1000, 576, 1, scaleDists["normal"](r))
+				checkSameMatMul(t, k, p, w, randVec(r, 7*576, 1), 7)
+			})
+		}
+	})
+}
+
+// TestGEMM32ExtremeActivations: zero rows, single spikes and huge values
+// make blocks with d = 0, saturated quants and wide scale ratios.
+func TestGEMM32ExtremeActivations(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		r := newRand(12)
+		const cols = 128
+		x := make([]float32, 6*cols)
+		x[cols+5] = 3e4       // row 1: one spike
+		for i := range cols { // row 2: alternating extremes
+			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
+		}
+		copy(x[3*cols:], randVec(r, cols, 1e-6))
+		copy(x[4*cols:], randVec(r, cols, 6e4))
+		copy(x[5*cols:], randVec(r, cols, 1))
+		for _, typ := range blockTypes32 {
+			t.Run(typ.String(), func(t *testing.T) {
+				w := rawBlocks32(r, typ, 13, cols, 0, scaleDists["wide"](r))
+				checkSameMatMul(t, k, p, w, x, 6)
+			})
+		}
+	})
+}
+
+// FuzzGEMM32 compares the accelerated kernels with the generic ones on
+// arbitrary weight bytes and activations.
+func FuzzGEMM32(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(2), uint64(1), []byte{1, 2, 3})
+	f.Add(uint8(2), uint8(9), uint8(5), uint64(99), []byte{0xff, 0x7b, 0x00, 0x80})
+	f.Fuzz(func(t *testing.T, ti, rows8, n8 uint8, seed uint64, raw []byte) {
+		typ := blockTypes32[int(ti)%len(blockTypes32)]
+		rows, n := 1+int(rows8)%11, int(n8)%7
+		r := newRand(seed)
+		cols := 32 * (1 + r.IntN(4))
+		w := rawBlocks32(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
+		copy(w.Data, raw) // fuzzer-chosen scales and quants
+		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
+		for _, k := range implementations() {
+			if k == generic {
+				continue
+			}
+			p := newPool(2, k)
+			checkSameMatMul(t, k, p, w, x, n)
+			p.Close()
+		}
+	})
+}
+
+// sameFloat reports bit equality, treating all NaNs as equal: NaN payloads
+// depend on operand order, which the contract does not fix.
+func sameFloat(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+}
+
+// TestFMARoundsOnce pins the property the accelerated kernels rely on.
+func TestFMARoundsOnce(t *testing.T) {
+	if !fmaRoundsOnce() {
+		t.Fatal("fma32 does not round once: the accelerated kernels' FMA would differ from it")
+	}
+}

@@ -1,0 +1,13 @@
+package kernels
+
+// The AVX-512 kernels are generated with avo by the separate module in
+// _asm (one file pair per kernel family); the generated files are
+// committed. `go generate` rewrites them, and `go test` in _asm checks that
+// they are up to date.
+//go:generate sh -c "cd _asm && go run . -kernel gemm32 -pkg kernels -out ../gemm32_amd64.s -stubs ../gemm32_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemm32avx2 -pkg kernels -out ../gemm32avx2_amd64.s -stubs ../gemm32avx2_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemmk -pkg kernels -out ../gemmk_amd64.s -stubs ../gemmk_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel vec -pkg kernels -out ../vec_amd64.s -stubs ../vec_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel quant -pkg kernels -out ../quant_amd64.s -stubs ../quant_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel attn -pkg kernels -out ../attn_amd64.s -stubs ../attn_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel ceil -pkg kernels -out ../ceil_amd64.s -stubs ../ceil_stubs_amd64.go"

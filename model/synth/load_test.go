@@ -1,0 +1,49 @@
+package synth
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"pagoda/gguf"
+	"pagoda/model"
+	_ "pagoda/model/llama" // registers llama and qwen2
+)
+
+// TestSynthModelRuns writes tiny models to disk, loads them with pagoda and
+// runs a prefill step: the logits must be finite.
+func TestSynthModelRuns(t *testing.T) {
+	qwen := tiny
+	qwen.Arch = "qwen2"
+	for _, c := range []struct {
+		s   Shape
+		typ gguf.Type
+	}{{tiny, gguf.Q4_0}, {tiny, gguf.Q4_K}, {qwen, gguf.Q8_0}} {
+		t.Run(c.s.Arch+"/"+c.typ.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := Write(path, Options{Shape: c.s, Type: c.typ, Seed: 9}); err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := model.Load(path, model.LoadOptions{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			kv, err := m.NewKVCache(2, 16, model.KVF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &model.Batch{Tokens: []int32{1, 7, 42}, Positions: []int32{0, 1, 2}, SlotMapping: []int32{0, 1, 2},
+				QueryStart: []int32{0, 3}, ContextLens: []int32{3}, BlockTables: [][]int32{{0}}, LogitIndices: []int32{2}}
+			logits := make([]float32, c.s.VocabSize)
+			if err := m.Forward(b, kv, logits); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range logits {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("logit %d = %v", i, v)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,259 @@
+package synth
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"pagoda/gguf"
+)
+
+func TestShapes(t *testing.T) {
+	for _, name := range Shapes() {
+		t.Run(name, func(t *testing.T) {
+			s, err := Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if s.HeadDim() != 64 {
+				t.Fatalf("head dim %d, want 64 (all the listed models use 64)", s.HeadDim())
+			}
+		})
+	}
+	if _, err := Lookup("TinyLlama-1.1B"); err != nil {
+		t.Fatalf("lookup is not case-insensitive: %v", err)
+	}
+	if _, err := Lookup("gpt-5"); err == nil {
+		t.Fatal("unknown shape accepted")
+	}
+}
+
+func TestParseDims(t *testing.T) {
+	cases := []struct {
+		in string
+		ok bool
+	}{
+		{"64,128,2,4,2,300", true},
+		{"64,128,2,4", false},
+		{"64,128,2,5,2,300", false}, // 64 dims over 5 heads
+		{"64,128,2,4,3,300", false}, // 4 heads over 3 KV heads
+		{"64,x,2,4,2,300", false},
+		{"64,-1,2,4,2,300", false},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			s, err := ParseDims(c.in)
+			if (err == nil) != c.ok {
+				t.Fatalf("ParseDims(%q) = %+v, %v; want ok=%v", c.in, s, err, c.ok)
+			}
+		})
+	}
+}
+
+// TestLlama3RopeFreqs: high frequencies are kept, low ones divided by the
+// factor, and the ramp between is monotone.
+func TestLlama3RopeFreqs(t *testing.T) {
+	s, _ := Lookup("llama-3.2-1b")
+	f := s.Llama3Rope.ropeFreqs(s.HeadDim(), s.RopeTheta)
+	if len(f) != 32 || f[0] != 1 || f[31] != 32 {
+		t.Fatalf("factors %v: want 32 of them from 1 to 32", f)
+	}
+	for i := 1; i < len(f); i++ {
+		if f[i] < f[i-1] {
+			t.Fatalf("factor %d = %v below factor %d = %v", i, f[i], i-1, f[i-1])
+		}
+	}
+}
+
+// errBound is the largest |dequantized − source| a type may produce on a
+// block whose largest magnitude is amax and whose values span [lo, hi]:
+// half a quantization step plus the rounding of the half-precision scale
+// (relative 2⁻¹¹, or 2⁻²⁵ absolute below half precision's normal range)
+// times the largest quant, for the 32-element formats (a whole step for
+// Q4_0/Q5_0, whose extreme value on the far side is clamped); about one
+// step for the K-quants, whose sub-block scales are themselves quantized.
+func errBound(t gguf.Type, amax, lo, hi float64) float64 {
+	const sub = 0x1p-25 // half the smallest half-precision subnormal
+	switch t {
+	case gguf.F32:
+		return 0
+	case gguf.F16:
+		return amax*0x1p-11 + sub
+	case gguf.BF16:
+		return amax * 0x1p-8
+	case gguf.Q8_0:
+		return 0.6*amax/127 + 127*sub
+	case gguf.Q4_0:
+		return 1.01*amax/8 + 8*sub
+	case gguf.Q5_0:
+		return 1.01*amax/16 + 16*sub
+	case gguf.Q4_1:
+		return 0.55*(hi-lo)/15 + math.Abs(lo)*0x1p-10 + 16*sub
+	case gguf.Q5_1:
+		return 0.55*(hi-lo)/31 + math.Abs(lo)*0x1p-10 + 32*sub
+	}
+	k := map[gguf.Type]float64{gguf.Q2_K: 0.6, gguf.Q3_K: 0.35, gguf.Q4_K: 0.2, gguf.Q5_K: 0.1, gguf.Q6_K: 0.05}[t]
+	return k*amax + 64*sub
+}
+
+// checkRoundTrip dequantizes data and compares it with src block by block.
+func checkRoundTrip(t *testing.T, typ gguf.Type, src []float32, data []byte) {
+	t.Helper()
+	got := make([]float32, len(src))
+	if err := gguf.Dequantize(typ, data, got); err != nil {
+		t.Fatal(err)
+	}
+	bs := typ.BlockSize()
+	if bs == 1 {
+		bs = 32 // per-element formats: bound per group of 32
+	}
+	for b := 0; b < len(src); b += bs {
+		x := src[b : b+bs]
+		lo, hi, amax := float64(x[0]), float64(x[0]), 0.0
+		for _, v := range x {
+			lo, hi, amax = min(lo, float64(v)), max(hi, float64(v)), max(amax, math.Abs(float64(v)))
+		}
+		bound := errBound(typ, amax, lo, hi)
+		for i, v := range x {
+			if e := math.Abs(float64(got[b+i]) - float64(v)); e > bound {
+				t.Fatalf("%v: element %d: %v round-trips to %v, error %g > bound %g", typ, b+i, v, got[b+i], e, bound)
+			}
+		}
+	}
+}
+
+// TestQuantizeErrorBounds: every type's quantize → dequantize error stays
+// within its bound, on normal data at several scales and on skewed data.
+func TestQuantizeErrorBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range Types() {
+		t.Run(typ.String(), func(t *testing.T) {
+			for trial := range 20 {
+				x := make([]float32, 1024)
+				scale := math.Exp(r.NormFloat64() * 3)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * scale)
+					if trial%4 == 0 {
+						x[i] = float32(r.Float64() * scale) // one-signed blocks
+					}
+				}
+				data, err := gguf.Quantize(typ, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRoundTrip(t, typ, x, data)
+			}
+		})
+	}
+}
+
+// tiny is a small llama shape whose rows suit every block size.
+var tiny = Shape{Arch: "llama", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2,
+	VocabSize: 300, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+
+// TestBuildRoundTrip writes tiny models of every type (and a qwen2 one),
+// parses them back, and checks metadata, tensor shapes and types, and
+// every tensor's values against its source within the type's bound.
+func TestBuildRoundTrip(t *testing.T) {
+	qwen := tiny
+	qwen.Arch, qwen.Tied = "qwen2", true
+	qwen.Llama3Rope = &Llama3Rope{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 256}
+	for _, typ := range Types() {
+		for _, s := range []Shape{tiny, qwen} {
+			t.Run(s.Arch+"/"+typ.String(), func(t *testing.T) {
+				o := Options{Shape: s, Type: typ, Seed: 3, Workers: 2}
+				f := buildParse(t, o)
+				checkModel(t, f, o)
+			})
+		}
+	}
+}
+
+func buildParse(t *testing.T, o Options) *gguf.File {
+	t.Helper()
+	w, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func checkModel(t *testing.T, f *gguf.File, o Options) {
+	t.Helper()
+	s := o.Shape
+	if arch, _ := f.String("general.architecture"); arch != s.Arch {
+		t.Fatalf("architecture %q", arch)
+	}
+	if n, _ := f.Uint(s.Arch + ".block_count"); int(n) != s.Layers {
+		t.Fatalf("block_count %d", n)
+	}
+	ts := tensors(s)
+	if len(f.Tensors) != len(ts) {
+		t.Fatalf("%d tensors, want %d", len(f.Tensors), len(ts))
+	}
+	for _, want := range ts {
+		data, info, err := f.TensorData(want.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Type != tensorType(want, o.Type) || len(info.Dims) != len(want.dims) || info.Dims[0] != want.dims[0] {
+			t.Fatalf("%s: %v %v, want %v %v", want.name, info.Type, info.Dims, tensorType(want, o.Type), want.dims)
+		}
+		checkRoundTrip(t, info.Type, source(want, o.Seed), data)
+	}
+}
+
+// TestBuildRejects: K-quants need rows of 256 values; unknown types fail.
+func TestBuildRejects(t *testing.T) {
+	small := tiny
+	small.Dim, small.Heads, small.KVHeads = 96, 2, 1
+	if _, err := Build(Options{Shape: small, Type: gguf.Q4_K}); err == nil {
+		t.Fatal("Q4_K with 96-value rows accepted")
+	}
+	if _, err := Build(Options{Shape: tiny, Type: gguf.Q8_K}); err == nil {
+		t.Fatal("Q8_K weights accepted")
+	}
+}
+
+// TestVocabFromDefaultModel copies SmolLM2's tokenizer: the vocabulary
+// size follows its token count.
+func TestVocabFromDefaultModel(t *testing.T) {
+	dir := os.Getenv("PAGODA_MODELS")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "pagoda", "models")
+	}
+	path := filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+	v, err := gguf.Open(path)
+	if err != nil {
+		t.Fatalf("%v (run `make model`)", err)
+	}
+	defer v.Close()
+	o := Options{Shape: tiny, Type: gguf.Q8_0, Vocab: v, Seed: 1}
+	f := buildParse(t, o)
+	toks, _ := f.Strings("tokenizer.ggml.tokens")
+	if len(toks) != 49152 {
+		t.Fatalf("%d tokens", len(toks))
+	}
+	if model, _ := f.String("tokenizer.ggml.model"); model != "gpt2" {
+		t.Fatalf("tokenizer model %q", model)
+	}
+	info, _ := f.TensorInfo("token_embd.weight")
+	if info.Dims[1] != 49152 {
+		t.Fatalf("embeddings %v, want 49152 rows", info.Dims)
+	}
+}
