@@ -25,7 +25,8 @@ type Config struct {
 	MaxNumBatchedTokens int
 	EnablePrefixCaching bool
 	Preemption          sched.PreemptionMode
-	Threads             int // 0: all cores
+	Threads             int  // 0: all cores
+	FlashAttention      bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
 	// EnforceEager runs every step without captured plans.
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.

@@ -72,7 +72,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads})
+	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads, FlashAttention: cfg.FlashAttention})
 	if err != nil {
 		return nil, err
 	}

@@ -108,8 +108,9 @@ type reference struct {
 		PromptTokens     []int32 `json:"prompt_tokens"`
 		CompletionTokens []int32 `json:"completion_tokens"`
 		Steps            []struct {
-			ID      int32   `json:"id"`
-			Logprob float64 `json:"logprob"`
+			ID      int32        `json:"id"`
+			Logprob float64      `json:"logprob"`
+			Top     [][2]float64 `json:"top"`
 		} `json:"steps"`
 	} `json:"cases"`
 }

@@ -94,6 +94,11 @@ type Model interface {
 // LoadOptions configure how a model runs.
 type LoadOptions struct {
 	Threads int // kernel worker threads; ≤ 0 means GOMAXPROCS
+	// FlashAttention follows llama.cpp's flash-attention arithmetic
+	// (llama-server's default) instead of its unfused path (the default,
+	// as llama-cpp-python runs it). Both are exact reproductions; they
+	// round differently.
+	FlashAttention bool
 }
 
 // Reserver is implemented by models that can size their activation

@@ -16,7 +16,11 @@ import (
 func init() {
 	for arch := range archs {
 		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
-			return New(f, Options{Threads: o.Threads})
+			opt := Options{Threads: o.Threads}
+			if o.FlashAttention {
+				opt.Attention = kernels.AttnFlash
+			}
+			return New(f, opt)
 		})
 	}
 }
