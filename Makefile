@@ -6,7 +6,6 @@ PAGODA_MODELS ?= $(HOME)/.cache/pagoda/models
 export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
-PROMPT      ?= What is the capital of France?
 
 .PHONY: all build model deps serve test vet fmt-check bench clean
 
@@ -39,8 +38,11 @@ deps:
 	  fi; \
 	fi
 
+# Every test at full size, then again under the race detector with -short
+# (which shrinks only the model-heavy workloads).
 test: model deps fmt-check vet
-	$(GO) test -race -timeout 60m ./...
+	$(GO) test -timeout 30m ./...
+	$(GO) test -race -short -timeout 40m ./...
 
 vet:
 	$(GO) vet ./...
