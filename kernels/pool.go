@@ -24,15 +24,17 @@ type Pool struct {
 	impl    *impl
 	threads int
 
-	mu      sync.Mutex    // held for the whole of a kernel call
-	helpers []helper      // (threads-1) parking state of each helper
-	job     job           // current job, set before the epoch is bumped
-	ntasks  int64         // tasks in the current job
-	next    atomic.Int64  // next unclaimed task
-	epoch   atomic.Uint64 // bumped to publish a job (or the stop) to the helpers
-	pending atomic.Int32  // helpers yet to finish the current job
-	stop    atomic.Bool   // set by Close before its last epoch bump
-	closed  bool
+	mu       sync.Mutex    // held for the whole of a kernel call
+	helpers  []helper      // (threads-1) parking state of each helper
+	parkMu   sync.Mutex    // guards parking on parkCond
+	parkCond *sync.Cond    // signalled by publish
+	job      job           // current job, set before the epoch is bumped
+	ntasks   int64         // tasks in the current job
+	next     atomic.Int64  // next unclaimed task
+	epoch    atomic.Uint64 // bumped to publish a job (or the stop) to the helpers
+	pending  atomic.Int32  // helpers yet to finish the current job
+	stop     atomic.Bool   // set by Close before its last epoch bump
+	closed   bool
 
 	scratch []workerScratch // (threads) per-worker buffers
 	act     actRows         // MatMul: converted activations
@@ -66,8 +68,8 @@ func newPool(threads int, k *impl) *Pool {
 	}
 	p := &Pool{impl: k, threads: threads, scratch: make([]workerScratch, threads)}
 	p.helpers = make([]helper, threads-1)
+	p.parkCond = sync.NewCond(&p.parkMu)
 	for i := range p.helpers {
-		p.helpers[i].wake = make(chan struct{}, 1)
 		go p.helper(i + 1)
 	}
 	return p

@@ -9,24 +9,20 @@ const spinIters = 1 << 15
 
 // helper is one helper goroutine's parking state.
 //
-// Parking protocol: a helper sets parked, then re-reads the epoch; the
-// publisher bumps the epoch, then takes parked back with a CAS and sends one
-// token on wake. Whichever of the two CASes wins decides whether a token is
-// sent, so a parked helper is always woken and no token is left over.
+// Parking protocol (a condition variable): the publisher bumps the epoch,
+// then broadcasts under parkMu; a helper re-reads the epoch under parkMu
+// before it waits. So either the helper sees the new epoch, or it is
+// already waiting when the broadcast comes: no wake-up can be lost.
 type helper struct {
-	wake   chan struct{} // (1) token from the publisher
-	parked atomic.Bool
+	parked atomic.Bool // waiting on the condition (observability, tests)
 }
 
 // publish bumps the epoch and wakes the parked helpers.
 func (p *Pool) publish() {
 	p.epoch.Add(1)
-	for i := range p.helpers {
-		h := &p.helpers[i]
-		if h.parked.Load() && h.parked.CompareAndSwap(true, false) {
-			h.wake <- struct{}{}
-		}
-	}
+	p.parkMu.Lock()
+	p.parkCond.Broadcast()
+	p.parkMu.Unlock()
 }
 
 // helper runs every published job until the pool stops.
@@ -51,13 +47,12 @@ func (p *Pool) await(h *helper, seen uint64) uint64 {
 			return e
 		}
 	}
-	h.parked.Store(true)
-	if e := p.epoch.Load(); e != seen {
-		if !h.parked.CompareAndSwap(true, false) {
-			<-h.wake // the publisher took parked first: its token is ours
-		}
-		return e
+	p.parkMu.Lock()
+	defer p.parkMu.Unlock()
+	for p.epoch.Load() == seen {
+		h.parked.Store(true)
+		p.parkCond.Wait()
+		h.parked.Store(false)
 	}
-	<-h.wake
 	return p.epoch.Load()
 }
