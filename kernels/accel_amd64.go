@@ -72,6 +72,7 @@ func avx512() *impl {
 	k.reduceLanes = reduceLanesAVX
 	k.attn = attnKernels{scores: scoresF16AVX, round: roundF16AVX, values: valuesF16AVX}
 	k.quantize[actQ8_0], k.quantize[actQ8_1] = quantizeQ8_0AVX, quantizeQ8_1AVX
+	k.quantize[actQ8K] = quantizeQ8KAVX
 	k.records = records32AVX
 	return &k
 }

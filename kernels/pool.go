@@ -12,8 +12,10 @@ import (
 // bumping an epoch that idle helpers spin on for a while (spinIters) before
 // they park on a channel, the caller works too, and tasks are claimed from a
 // shared counter; the caller then spins until every helper has left the
-// job. Kernel calls of a forward pass follow each other within
-// microseconds, so helpers are normally caught spinning. Every task
+// job; a helper that wakes after the caller has claimed every task does not
+// join, so the caller never waits for a helper that is late. Kernel calls
+// of a forward pass follow each other within microseconds, so helpers are
+// normally caught spinning. Every task
 // writes a disjoint part of the output and computes it in a fixed order, so
 // results are bit-identical for any thread count.
 //
@@ -32,7 +34,7 @@ type Pool struct {
 	ntasks   int64         // tasks in the current job
 	next     atomic.Int64  // next unclaimed task
 	epoch    atomic.Uint64 // bumped to publish a job (or the stop) to the helpers
-	pending  atomic.Int32  // helpers yet to finish the current job
+	state    atomic.Int64  // helpers inside the current job, | jobClosed once the caller is done
 	stop     atomic.Bool   // set by Close before its last epoch bump
 	closed   bool
 
@@ -106,10 +108,13 @@ func (p *Pool) run(j job, ntasks int) {
 		p.job = nil
 		return
 	}
-	p.pending.Store(int32(len(p.helpers)))
+	p.state.Store(0)
 	p.publish()
 	p.drain(0)
-	for i := 0; p.pending.Load() != 0; i++ {
+	// Every task is claimed: close the job to latecomers and wait only for
+	// the helpers that joined it.
+	p.state.Or(jobClosed)
+	for i := 0; p.state.Load() != jobClosed; i++ {
 		if i >= spinIters {
 			runtime.Gosched() // a helper was descheduled: let it run
 		}

@@ -2,6 +2,10 @@ package kernels
 
 import "sync/atomic"
 
+// jobClosed is set in Pool.state when the caller has finished draining a
+// job: no helper may join it any more.
+const jobClosed = 1 << 32
+
 // spinIters bounds busy-waiting: how many times a helper polls the epoch
 // before it parks, and the caller polls the helpers' completion before it
 // starts yielding its thread (a few tens of microseconds).
@@ -34,8 +38,23 @@ func (p *Pool) helper(id int) {
 		if p.stop.Load() {
 			return
 		}
-		p.drain(id)
-		p.pending.Add(-1)
+		if p.join() {
+			p.drain(id)
+			p.state.Add(-1)
+		}
+	}
+}
+
+// join enters the current job unless the caller has closed it.
+func (p *Pool) join() bool {
+	for {
+		v := p.state.Load()
+		if v&jobClosed != 0 {
+			return false
+		}
+		if p.state.CompareAndSwap(v, v+1) {
+			return true
+		}
 	}
 }
 

@@ -12,11 +12,17 @@ import (
 func TestQuantizeSameAsGeneric(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		r := newRand(40)
-		for _, kind := range []actKind{actQ8_0, actQ8_1} {
+		for _, kind := range []actKind{actQ8_0, actQ8_1, actQ8K} {
 			for _, nb := range []int{1, 2, 3, 18, 48} {
 				for _, sp := range []bool{false, true} {
 					t.Run(fmt.Sprintf("kind%d/%dblocks/special=%v", kind, nb, sp), func(t *testing.T) {
-						x := quantInput(r, nb*32, sp)
+						x := quantInput(r, nb*kind.block(), sp)
+						if kind == actQ8K && sp {
+							x[3], x[5] = 1e3, -1e3 // a tie of the largest magnitude: the first wins
+							if len(x) > 300 {
+								x[299], x[300] = -1e3, 1e3
+							}
+						}
 						checkSameQuant(t, k, kind, x)
 					})
 				}
@@ -66,6 +72,11 @@ func checkSameQuant(t *testing.T, k *impl, kind actKind, x []float32) {
 			t.Fatalf("q[%d] = %d, generic %d (x = %v)", i, a.qs[i], g.qs[i], x[i])
 		}
 	}
+	for i := range g.bsums {
+		if a.bsums[i] != g.bsums[i] {
+			t.Fatalf("bsums[%d] = %d, generic %d", i, a.bsums[i], g.bsums[i])
+		}
+	}
 	for b := range g.d {
 		if !sameFloat(a.d[b], g.d[b]) {
 			t.Fatalf("d[%d] = %v, generic %v", b, a.d[b], g.d[b])
@@ -80,7 +91,7 @@ func checkSameQuant(t *testing.T, k *impl, kind actKind, x []float32) {
 func FuzzQuantize(f *testing.F) {
 	f.Add([]byte{0, 0, 0x80, 0x3f}, true)
 	f.Fuzz(func(t *testing.T, raw []byte, q81 bool) {
-		x := make([]float32, 64)
+		x := make([]float32, 256)
 		for i := range x {
 			if 4*i+4 <= len(raw) {
 				x[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
@@ -91,13 +102,15 @@ func FuzzQuantize(f *testing.F) {
 				x[i] = 0 // NaN activations quantize to garbage in both (see doc)
 			}
 		}
-		kind := actQ8_0
+		kinds := []actKind{actQ8_0, actQ8K}
 		if q81 {
-			kind = actQ8_1
+			kinds[0] = actQ8_1
 		}
 		for _, k := range implementations() {
 			if k != generic {
-				checkSameQuant(t, k, kind, x)
+				for _, kind := range kinds {
+					checkSameQuant(t, k, kind, x)
+				}
 			}
 		}
 	})

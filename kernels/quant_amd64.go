@@ -30,3 +30,11 @@ func records32AVX(rec []byte, row *actRow, bias int32) {
 		records32AVX512(&row.qs[0], &row.d[0], s, &rec[0], nb, bias)
 	}
 }
+
+// quantizeQ8KAVX is quantizeQ8KGeneric on whole blocks in assembly.
+func quantizeQ8KAVX(dst *actRow, x []float32) {
+	if nb := len(x) / 256; nb > 0 {
+		_, _, _ = dst.qs[nb*256-1], dst.d[nb-1], dst.bsums[nb*16-1]
+		quantizeQ8KAVX512(&x[0], &dst.qs[0], &dst.d[0], &dst.bsums[0], nb)
+	}
+}

@@ -170,3 +170,336 @@ records32AVX512_done:
 
 DATA bytes01<>+0(SB)/4, $0x01010101
 GLOBL bytes01<>(SB), RODATA|NOPTR, $4
+
+// func quantizeQ8KAVX512(x *float32, qs *int8, d *float32, bsums *int16, nb int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, AVX512VL, BMI
+TEXT ·quantizeQ8KAVX512(SB), NOSPLIT, $0-40
+	MOVQ  x+0(FP), AX
+	MOVQ  qs+8(FP), CX
+	MOVQ  d+16(FP), DX
+	MOVQ  bsums+24(FP), BX
+	MOVQ  nb+32(FP), SI
+	TESTQ SI, SI
+	JZ    quantizeQ8KAVX512_done
+
+quantizeQ8KAVX512_block:
+	VMOVUPS       (AX), Z0
+	VANDPS.BCST   absMask<>+0(SB), Z0, Z0
+	VMOVUPS       64(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       128(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       192(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       256(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       320(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       384(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       448(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       512(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       576(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       640(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       704(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       768(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       832(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       896(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VMOVUPS       960(AX), Z1
+	VANDPS.BCST   absMask<>+0(SB), Z1, Z1
+	VMAXPS        Z1, Z0, Z0
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VMAXPS        Y1, Y0, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VMAXPS        X0, X1, X0
+	VPERMILPS     $0x4e, X0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VMAXPS        X1, X0, X0
+	VPXORD        X1, X1, X1
+	VUCOMISS      X1, X0
+	JNE           quantizeQ8KAVX512_nonzero
+	VPXORD        Z0, Z0, Z0
+	VMOVDQU64     Z0, (CX)
+	VMOVDQU64     Z0, 64(CX)
+	VMOVDQU64     Z0, 128(CX)
+	VMOVDQU64     Z0, 192(CX)
+	VMOVDQU       Y0, (BX)
+	VMOVSS        X1, (DX)
+	JMP           quantizeQ8KAVX512_next
+
+quantizeQ8KAVX512_nonzero:
+	VBROADCASTSS X0, Z0
+	MOVQ         AX, DI
+
+quantizeQ8KAVX512_find:
+	VMOVUPS     (DI), Z1
+	VANDPS.BCST absMask<>+0(SB), Z1, Z1
+	VCMPPS      $0x00, Z0, Z1, K1
+	KMOVW       K1, R8
+	TESTL       R8, R8
+	JNZ         quantizeQ8KAVX512_found
+	ADDQ        $0x40, DI
+	JMP         quantizeQ8KAVX512_find
+
+quantizeQ8KAVX512_found:
+	TZCNTL        R8, R8
+	VMOVSS        (DI)(R8*4), X0
+	VMOVSS        cm127<>+0(SB), X1
+	VDIVSS        X0, X1, X1
+	VBROADCASTSS  X1, Z0
+	VPBROADCASTD  i127<>+0(SB), Z2
+	VMULPS        (AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, (CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, (BX)
+	VMULPS        64(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 16(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 2(BX)
+	VMULPS        128(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 32(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 4(BX)
+	VMULPS        192(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 48(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 6(BX)
+	VMULPS        256(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 64(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 8(BX)
+	VMULPS        320(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 80(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 10(BX)
+	VMULPS        384(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 96(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 12(BX)
+	VMULPS        448(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 112(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 14(BX)
+	VMULPS        512(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 128(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 16(BX)
+	VMULPS        576(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 144(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 18(BX)
+	VMULPS        640(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 160(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 20(BX)
+	VMULPS        704(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 176(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 22(BX)
+	VMULPS        768(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 192(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 24(BX)
+	VMULPS        832(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 208(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 26(BX)
+	VMULPS        896(AX), Z0, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPMINSD       Z2, Z3, Z3
+	VPMOVDB       Z3, 224(CX)
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPADDD        X3, X4, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VPEXTRW       $0x00, X3, 28(BX)
+	VMULPS        960(AX), Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPMINSD       Z2, Z0, Z0
+	VPMOVDB       Z0, 240(CX)
+	VEXTRACTI64X4 $0x01, Z0, Y2
+	VPADDD        Y2, Y0, Y2
+	VEXTRACTI32X4 $0x01, Y2, X0
+	VPADDD        X0, X2, X0
+	VPSHUFD       $0x4e, X0, X2
+	VPADDD        X2, X0, X0
+	VPSHUFD       $0xb1, X0, X2
+	VPADDD        X2, X0, X0
+	VPEXTRW       $0x00, X0, 30(BX)
+	VMOVSS        one<>+0(SB), X0
+	VDIVSS        X1, X0, X0
+	VMOVSS        X0, (DX)
+
+quantizeQ8KAVX512_next:
+	ADDQ $0x00000400, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x04, DX
+	ADDQ $0x20, BX
+	DECQ SI
+	JNZ  quantizeQ8KAVX512_block
+
+quantizeQ8KAVX512_done:
+	VZEROUPPER
+	RET
+
+DATA cm127<>+0(SB)/4, $0xc2fe0000
+GLOBL cm127<>(SB), RODATA|NOPTR, $4
+
+DATA i127<>+0(SB)/4, $0x0000007f
+GLOBL i127<>(SB), RODATA|NOPTR, $4
+
+DATA one<>+0(SB)/4, $0x3f800000
+GLOBL one<>(SB), RODATA|NOPTR, $4

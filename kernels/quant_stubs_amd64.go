@@ -18,3 +18,8 @@ func quantizeQ8_1AVX512(x *float32, qs *int8, d *float32, s *float32, nb int)
 //
 //go:noescape
 func records32AVX512(qs *int8, d *float32, s *float32, rec *byte, nb int, bias int32)
+
+// quantizeQ8KAVX512 quantizes nb blocks of 256 values of x as ggml's quantize_row_q8_K.
+//
+//go:noescape
+func quantizeQ8KAVX512(x *float32, qs *int8, d *float32, bsums *int16, nb int)

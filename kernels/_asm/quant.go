@@ -15,6 +15,7 @@ func genQuant() {
 	genQuantQ8("quantizeQ8_0AVX512", false)
 	genQuantQ8("quantizeQ8_1AVX512", true)
 	genRecords32()
+	genQuantQ8K()
 }
 
 func genQuantQ8(name string, withSum bool) {
@@ -164,4 +165,130 @@ func genRecords32() {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// genQuantQ8K: ggml's quantize_row_q8_K on nb 256-element blocks: the
+// first element of largest magnitude mx gives iscale = −127/mx, q =
+// min(127, round-half-even(iscale·x)), d = 1/iscale, bsums the sums of
+// each 16 quants; an all-zero block gives zeros.
+func genQuantQ8K() {
+	name := "quantizeQ8KAVX512"
+	TEXT(name, NOSPLIT, "func(x *float32, qs *int8, d *float32, bsums *int16, nb int)")
+	Doc(name + " quantizes nb blocks of 256 values of x as ggml's quantize_row_q8_K.")
+	Pragma("noescape")
+	xs, qs, ds, bs, n := loadGP("x"), loadGP("qs"), loadGP("d"), loadGP("bsums"), loadGP("nb")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_block")
+	amax := q8kMax(xs)
+	z := XMM()
+	zero(z)
+	VUCOMISS(z, amax)
+	JNE(LabelRef(name + "_nonzero"))
+	zq := ZMM()
+	zero(zq)
+	for i := range 4 {
+		VMOVDQU64(zq, Mem{Base: qs, Disp: 64 * i})
+	}
+	VMOVDQU(zq.AsY(), Mem{Base: bs})
+	VMOVSS(z, Mem{Base: ds})
+	JMP(LabelRef(name + "_next"))
+	Label(name + "_nonzero")
+	mx := q8kFirst(name, xs, amax)
+	is := XMM()
+	VMOVSS(f32c("cm127", -127), is)
+	VDIVSS(mx, is, is) // −127/mx
+	q8kQuants(xs, qs, bs, is)
+	one := XMM()
+	VMOVSS(f32c("one", 1), one)
+	VDIVSS(is, one, one) // 1/iscale
+	VMOVSS(one, Mem{Base: ds})
+	Label(name + "_next")
+	ADDQ(U32(1024), xs)
+	ADDQ(U32(256), qs)
+	ADDQ(U8(4), ds)
+	ADDQ(U8(32), bs)
+	DECQ(n)
+	JNZ(LabelRef(name + "_block"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// q8kMax returns max|x| over the 256 values at xs, in lane 0.
+func q8kMax(xs reg.GPVirtual) reg.VecVirtual {
+	mask := constU32("absMask", 0x7fffffff)
+	m := ZMM()
+	VMOVUPS(Mem{Base: xs}, m)
+	VANDPS_BCST(mask, m, m)
+	for i := 1; i < 16; i++ {
+		t := ZMM()
+		VMOVUPS(Mem{Base: xs, Disp: 64 * i}, t)
+		VANDPS_BCST(mask, t, t)
+		VMAXPS(t, m, m)
+	}
+	y := YMM()
+	VEXTRACTF32X8(U8(1), m, y)
+	VMAXPS(y, m.AsY(), y)
+	x := XMM()
+	VEXTRACTF32X4(U8(1), y, x)
+	VMAXPS(x, y.AsX(), x)
+	u := XMM()
+	VPERMILPS(U8(0x4e), x, u)
+	VMAXPS(u, x, x)
+	VPERMILPS(U8(0xb1), x, u)
+	VMAXPS(u, x, x)
+	return x
+}
+
+// q8kFirst returns the first of the 256 values at xs whose magnitude is
+// amax (lane 0).
+func q8kFirst(name string, xs reg.GPVirtual, amax reg.VecVirtual) reg.VecVirtual {
+	ab := ZMM()
+	VBROADCASTSS(amax, ab)
+	p, bits := GP64(), GP32()
+	MOVQ(xs, p)
+	Label(name + "_find")
+	t, k := ZMM(), K()
+	VMOVUPS(Mem{Base: p}, t)
+	VANDPS_BCST(constU32("absMask", 0x7fffffff), t, t)
+	VCMPPS(U8(0), ab, t, k) // |x| == amax
+	KMOVW(k, bits)
+	TESTL(bits, bits)
+	JNZ(LabelRef(name + "_found"))
+	ADDQ(U8(64), p)
+	JMP(LabelRef(name + "_find"))
+	Label(name + "_found")
+	TZCNTL(bits, bits)
+	mx := XMM()
+	VMOVSS(Mem{Base: p, Index: bits.As64(), Scale: 4}, mx)
+	return mx
+}
+
+// q8kQuants stores the quants and the 16 sums of 16 of the block at xs.
+func q8kQuants(xs, qs, bs reg.GPVirtual, is reg.VecVirtual) {
+	isz, c127 := ZMM(), ZMM()
+	VBROADCASTSS(is, isz)
+	VPBROADCASTD(constU32("i127", 127), c127)
+	for i := range 16 {
+		v := ZMM()
+		VMULPS(Mem{Base: xs, Disp: 64 * i}, isz, v)
+		VCVTPS2DQ(v, v)
+		VPMINSD(c127, v, v)
+		VPMOVDB(v, Mem{Base: qs, Disp: 16 * i})
+		s := hsumZ(v)
+		VPEXTRW(U8(0), s, Mem{Base: bs, Disp: 2 * i})
+	}
+}
+
+// hsumZ returns the sum of the 16 int32 lanes of v in lane 0 (exact).
+func hsumZ(v reg.VecVirtual) reg.VecVirtual {
+	y := YMM()
+	VEXTRACTI64X4(U8(1), v, y)
+	VPADDD(y, v.AsY(), y)
+	x := XMM()
+	VEXTRACTI32X4(U8(1), y, x)
+	VPADDD(x, y.AsX(), x)
+	hsumI32(x)
+	return x
 }
