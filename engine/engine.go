@@ -222,11 +222,12 @@ func (e *Engine) Step() error {
 	if err != nil {
 		return e.failAll(err)
 	}
-	e.process(out, logits, rows)
+	touched := e.process(out, logits, rows)
 	e.publishStats()
 	if e.onStep != nil && len(out.Seqs) > 0 {
 		e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start)})
 	}
+	e.emitAll(touched)
 	return nil
 }
 

@@ -11,7 +11,10 @@ import (
 
 // process applies a step's logits: prompt logprobs, sampling, stop checks,
 // detokenization, and one output delta per request that changed.
-func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows) {
+// It returns the requests with news; Step emits their deltas after the
+// step's statistics are published, so a client that sees its output also
+// sees the statistics that include it.
+func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows) []*request {
 	vocab := e.model.Config().VocabSize
 	now := time.Now()
 	var touched []*request
@@ -46,6 +49,16 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 		if r.beam != nil {
 			e.beamStep(r)
 		}
+		if r.allFinished() {
+			e.sched.Remove(r.group) // out of the running count before stats are published
+		}
+	}
+	return touched
+}
+
+// emitAll pushes the deltas of the requests a step touched.
+func (e *Engine) emitAll(touched []*request) {
+	for _, r := range touched {
 		e.emit(r, r.allFinished(), nil)
 	}
 }
