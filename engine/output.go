@@ -20,6 +20,7 @@ const (
 type Logprob struct {
 	ID      int32
 	Logprob float32
+	Rank    int // prompt logprobs only: vLLM's rank of ID (tokens whose logit is ≥ its own)
 	Top     []sample.TokenLogprob
 }
 

@@ -193,7 +193,7 @@ func (e *Engine) promptLogprobs(r *request, sq sched.ScheduledSeq, rows []float3
 			continue
 		}
 		res := sample.Logprobs(rows[j*vocab:(j+1)*vocab], r.prompt[next], r.params.PromptLogprobs, nil)
-		r.promptLP = append(r.promptLP, Logprob{ID: r.prompt[next], Logprob: res.Logprob, Top: res.Top})
+		r.promptLP = append(r.promptLP, Logprob{ID: r.prompt[next], Logprob: res.Logprob, Rank: res.Rank, Top: res.Top})
 	}
 	if len(r.promptLP) >= len(r.prompt) {
 		r.group.AllLogits = false

@@ -82,6 +82,9 @@ type chatRun struct {
 func (c *chatRun) response(t *tracker) chatResponse {
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.b.name,
 		Usage: totalUsage([]*tracker{t})}
+	if c.req.PromptLogprobs != nil {
+		resp.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
+	}
 	for _, o := range t.outs {
 		ch := chatChoice{Index: o.Index, Message: chatOutput{Role: "assistant", Content: o.Text},
 			FinishReason: finishPtr(o), StopReason: o.StopReason}

@@ -31,7 +31,7 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 	if req.Logprobs != nil {
 		p.ReturnLogprobs, p.Logprobs = true, *req.Logprobs
 		if req.Echo {
-			p.PromptLogprobs = *req.Logprobs
+			p.PromptLogprobs = max(p.PromptLogprobs, *req.Logprobs)
 		}
 	}
 	prompts, aerr := parsePrompts(req.Prompt, b.tok, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
@@ -79,8 +79,11 @@ func (c *completionRun) response(ts []*tracker) completionResponse {
 			if c.req.Echo {
 				ch.Text = c.prompts[i].text + o.Text
 				if c.req.Logprobs != nil {
-					ch.Logprobs, offset = legacyPromptLogprobs(c.b.tok, t.prompt, t.promptLP)
+					ch.Logprobs, offset = legacyPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.Logprobs)
 				}
+			}
+			if c.req.PromptLogprobs != nil {
+				ch.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
 			}
 			if c.req.Logprobs != nil {
 				ch.Logprobs, _ = legacyLogprobs(ch.Logprobs, c.b.tok, o.Logprobs, offset)
@@ -115,7 +118,7 @@ func (c *completionRun) chunk(t *tracker, prompt int, o engine.CompletionOutput)
 		c.echoed[idx] = true
 		ch.Text = c.prompts[prompt].text + o.Text
 		if c.req.Logprobs != nil {
-			ch.Logprobs, c.offsets[idx] = legacyPromptLogprobs(c.b.tok, t.prompt, t.promptLP)
+			ch.Logprobs, c.offsets[idx] = legacyPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.Logprobs)
 		}
 	}
 	if c.req.Logprobs != nil {

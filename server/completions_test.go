@@ -145,6 +145,49 @@ func TestCompletionsEcho(t *testing.T) {
 	}
 }
 
+// vLLM's prompt_logprobs: per prompt token (null for the first) the token
+// itself with its rank and its k best alternatives ranked 1..k, keyed by
+// token id; the token's logprob equals the echoed legacy logprob. Chat
+// puts the list on the response.
+func TestPromptLogprobs(t *testing.T) {
+	ts := newTestServer(t, nil, Options{})
+	var resp completionResponse
+	postOK(t, ts.url+"/v1/completions", map[string]any{"prompt": onceUpon, "max_tokens": 2, "temperature": 0,
+		"echo": true, "logprobs": 1, "prompt_logprobs": 3}, &resp)
+	c := resp.Choices[0]
+	ids := ts.e.Tokenizer().Encode(onceUpon, true, true)
+	if len(c.PromptLogprobs) != len(ids) || c.PromptLogprobs[0] != nil {
+		t.Fatalf("prompt_logprobs has %d entries for %d prompt tokens, first %v", len(c.PromptLogprobs), len(ids), c.PromptLogprobs[0])
+	}
+	for i := 1; i < len(ids); i++ {
+		e := c.PromptLogprobs[i]
+		self, ok := e[itoa(ids[i])]
+		if !ok || len(e) < 3 || len(e) > 4 || self.Rank < 1 || self.DecodedToken != ts.e.Tokenizer().Piece(ids[i]) {
+			t.Fatalf("entry %d (token %d): %+v", i, ids[i], e)
+		}
+		if legacy := *c.Logprobs.TokenLogprobs[i]; math.Abs(legacy-self.Logprob) > 1e-9 || len(c.Logprobs.TopLogprobs[i]) > 2 {
+			t.Fatalf("entry %d: logprob %v, echoed legacy %v with top %v", i, self.Logprob, legacy, c.Logprobs.TopLogprobs[i])
+		}
+		ranks := map[int]bool{}
+		for id, lp := range e {
+			if id != itoa(ids[i]) || lp.Rank <= 3 {
+				ranks[lp.Rank] = true
+			}
+			if lp.Rank == 1 && lp.Logprob < self.Logprob {
+				t.Fatalf("entry %d: rank 1 %+v below the token's %+v", i, lp, self)
+			}
+		}
+		if !ranks[1] || !ranks[2] || !ranks[3] {
+			t.Fatalf("entry %d: ranks %v, want 1..3", i, ranks)
+		}
+	}
+	var chat chatResponse
+	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": chatMessages, "max_tokens": 2, "prompt_logprobs": 0}, &chat)
+	if len(chat.PromptLogprobs) < 2 || chat.PromptLogprobs[0] != nil || len(chat.PromptLogprobs[1]) != 1 {
+		t.Fatalf("chat prompt_logprobs: %v", chat.PromptLogprobs)
+	}
+}
+
 // A stop string ends the text before it; stop_reason names it;
 // include_stop_str_in_output keeps it.
 func TestCompletionsStop(t *testing.T) {

@@ -58,6 +58,8 @@ func TestBadRequests(t *testing.T) {
 		{"logit_bias_key", "/v1/completions", map[string]any{"prompt": "a", "logit_bias": map[string]float64{"x": 1}}, "logit_bias", nil},
 		{"logit_bias_value", "/v1/completions", map[string]any{"prompt": "a", "logit_bias": map[string]float64{"5": 1000}}, "logit_bias", []string{"logit_bias[5]"}},
 		{"logprobs", "/v1/completions", map[string]any{"prompt": "a", "logprobs": 50}, "logprobs", []string{"[0, 20]"}},
+		{"prompt_logprobs", "/v1/completions", map[string]any{"prompt": "a", "prompt_logprobs": 21}, "prompt_logprobs", []string{"[0, 20]", "21"}},
+		{"prompt_logprobs_stream", "/v1/chat/completions", map[string]any{"messages": chatMessages, "prompt_logprobs": 1, "stream": true}, "prompt_logprobs", []string{"stream"}},
 		{"top_logprobs_alone", "/v1/chat/completions", map[string]any{"messages": chatMessages, "top_logprobs": 2}, "top_logprobs", nil},
 		{"stream_best_of", "/v1/completions", map[string]any{"prompt": "a", "best_of": 3, "stream": true}, "stream", nil},
 		{"no_messages", "/v1/chat/completions", map[string]any{"messages": []any{}}, "messages", nil},

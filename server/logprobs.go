@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -73,9 +74,10 @@ func legacyLogprobs(dst *completionLogprobs, tok *tokenizer.Tokenizer, lps []eng
 	return dst, offset
 }
 
-// legacyPromptLogprobs is legacyLogprobs for echoed prompt tokens: the
-// first token has no logprob (null entries).
-func legacyPromptLogprobs(tok *tokenizer.Tokenizer, ids []int32, lps []engine.Logprob) (*completionLogprobs, int) {
+// legacyPromptLogprobs is legacyLogprobs for echoed prompt tokens with at
+// most top alternatives each: the first token has no logprob (null
+// entries).
+func legacyPromptLogprobs(tok *tokenizer.Tokenizer, ids []int32, lps []engine.Logprob, top int) (*completionLogprobs, int) {
 	var dst *completionLogprobs
 	offset := 0
 	for i, id := range ids {
@@ -91,7 +93,9 @@ func legacyPromptLogprobs(tok *tokenizer.Tokenizer, ids []int32, lps []engine.Lo
 			offset += len(s)
 			continue
 		}
-		dst, offset = legacyLogprobs(dst, tok, lps[i:i+1], offset)
+		lp := lps[i]
+		lp.Top = lp.Top[:min(top, len(lp.Top))]
+		dst, offset = legacyLogprobs(dst, tok, []engine.Logprob{lp}, offset)
 	}
 	if dst == nil {
 		dst, _ = legacyLogprobs(nil, tok, nil, 0)
@@ -110,6 +114,23 @@ func chatTokenLogprobs(tok *tokenizer.Tokenizer, lps []engine.Logprob) *chatLogp
 		}
 		out.Content[i] = chatTokenLogprob{Token: tokenString(tok, lp.ID), Logprob: jsonLogprob(lp.Logprob),
 			Bytes: tokenBytes(tok, lp.ID), TopLogprobs: top}
+	}
+	return out
+}
+
+// vllmPromptLogprobs builds vLLM's prompt_logprobs: for each prompt token
+// after the first, the token itself (with its rank) and its top
+// alternatives (ranks 1..top), keyed by token id; the first entry is null.
+func vllmPromptLogprobs(tok *tokenizer.Tokenizer, ids []int32, lps []engine.Logprob, top int) []map[string]promptLogprob {
+	out := make([]map[string]promptLogprob, len(ids))
+	for i := 1; i < len(ids) && i < len(lps); i++ {
+		lp := lps[i]
+		m := make(map[string]promptLogprob, top+1)
+		for r, t := range lp.Top[:min(top, len(lp.Top))] {
+			m[strconv.Itoa(int(t.ID))] = promptLogprob{Logprob: jsonLogprob(t.Logprob), Rank: r + 1, DecodedToken: tok.Piece(t.ID)}
+		}
+		m[strconv.Itoa(int(lp.ID))] = promptLogprob{Logprob: jsonLogprob(lp.Logprob), Rank: lp.Rank, DecodedToken: tok.Piece(lp.ID)}
+		out[i] = m
 	}
 	return out
 }

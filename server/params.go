@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"pagoda/engine"
+	"pagoda/sample"
 )
 
 // samplingParams maps the request fields onto engine.SamplingParams, starting
@@ -59,6 +60,16 @@ func (f *samplingFields) samplingParams(maxTokens *int, defaultMax int) (engine.
 	p.UseBeamSearch = f.UseBeamSearch
 	setF64(&p.LengthPenalty, f.LengthPenalty)
 	p.EarlyStopping = f.EarlyStopping
+	if f.PromptLogprobs != nil {
+		v := *f.PromptLogprobs
+		if v < 0 || v > sample.MaxLogprobs {
+			return p, badRequest("prompt_logprobs", "prompt_logprobs must be in [0, %d], got %d", sample.MaxLogprobs, v)
+		}
+		if f.Stream {
+			return p, badRequest("prompt_logprobs", "prompt_logprobs are not available when stream is true")
+		}
+		p.PromptLogprobs = v
+	}
 	if f.Stream && (p.UseBeamSearch || (p.BestOf != 0 && p.BestOf != p.N)) {
 		return p, badRequest("stream", "stream is not supported with use_beam_search or best_of > n: "+
 			"their outputs are chosen at the end")

@@ -45,6 +45,7 @@ type samplingFields struct {
 	UseBeamSearch          bool     `json:"use_beam_search"`
 	LengthPenalty          *float64 `json:"length_penalty"`
 	EarlyStopping          bool     `json:"early_stopping"`
+	PromptLogprobs         *int     `json:"prompt_logprobs"`
 }
 
 // includeUsage reports whether a stream ends with a usage chunk.
@@ -142,6 +143,16 @@ type completionChoice struct {
 	Logprobs     *completionLogprobs `json:"logprobs"`
 	FinishReason *string             `json:"finish_reason"`
 	StopReason   any                 `json:"stop_reason"`
+	// PromptLogprobs is vLLM's prompt_logprobs: one entry per prompt
+	// token, null for the first.
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
+}
+
+// promptLogprob is one token of a prompt_logprobs entry (vLLM's Logprob).
+type promptLogprob struct {
+	Logprob      float64 `json:"logprob"`
+	Rank         int     `json:"rank"`
+	DecodedToken string  `json:"decoded_token"`
 }
 
 // completionLogprobs is the legacy completions logprobs shape. Entries are
@@ -161,6 +172,8 @@ type chatResponse struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage,omitempty"`
+	// PromptLogprobs is vLLM's prompt_logprobs (see completionChoice).
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
 }
 
 type chatChoice struct {
