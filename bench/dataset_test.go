@@ -8,22 +8,14 @@ import (
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/modelcache"
 	"pagoda/tokenizer"
 )
 
 // smolPath locates the default model that `make model` installs.
 func smolPath(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	p := filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("default model missing (%v): run `make model`", err)
-	}
-	return p
+	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // Random prompts are reproducible, their lengths lie in the range, and with

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"pagoda/internal/modelcache"
 )
 
 // openaiVersion is the OpenAI Python client the test installs.
@@ -15,16 +17,7 @@ const openaiVersion = "3.54.0"
 // smolPath locates the default model that `make model` installs.
 func smolPath(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	p := filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("default model missing (%v): run `make model`", err)
-	}
-	return p
+	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // buildPagoda builds the pagoda binary into the test's temporary directory.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"pagoda/internal/modelcache"
 	"pagoda/model"
 )
 
@@ -16,16 +16,7 @@ const storiesPath = "../../shared/models/stories260K/stories260K.gguf"
 // smolPath locates the default model that `make model` installs.
 func smolPath(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	p := filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("default model missing (%v): run `make model`", err)
-	}
-	return p
+	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // newTestEngine builds an engine over path with cfg adjusted by mutate, and

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"pagoda/internal/modelcache"
 )
 
 // raw builds GGUF bytes field by field, so tests can write files the Writer
@@ -77,25 +78,7 @@ func sharedModel(parts ...string) string {
 // ~/.cache/pagoda/models. It fails the test when the file is missing.
 func smolLMPath(t testing.TB) string {
 	t.Helper()
-	return cachedModel(t, "SmolLM2-135M-Instruct.Q4_1.gguf")
-}
-
-// cachedModel locates a file `make model` installs in the model cache.
-func cachedModel(t testing.TB, name string) string {
-	t.Helper()
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatalf("no PAGODA_MODELS and no home directory: %v", err)
-		}
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("real model missing: %v; run `make model` to download it", err)
-	}
-	return p
+	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // near reports whether a and b differ by at most tol.

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"pagoda/internal/modelcache"
 )
 
 func TestStories260K(t *testing.T) {
@@ -114,7 +115,7 @@ func TestVocabFiles(t *testing.T) {
 				}
 				t.Logf("shared copy is damaged (binary bytes replaced by U+FFFD); rejected: %v", err)
 				// Check the contents on the pristine copy `make model` installs.
-				f, err = Open(cachedModel(t, filepath.Join("ggml-vocab", c.file)))
+				f, err = Open(modelcache.Require(t, "ggml-vocab", c.file))
 			}
 			if err != nil {
 				t.Fatal(err)

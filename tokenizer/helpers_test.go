@@ -9,25 +9,13 @@ import (
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/modelcache"
 )
 
 const (
 	sharedModels = "../../shared/models"
 	vocabDir     = sharedModels + "/ggml-vocab"
-	smolFile     = "SmolLM2-135M-Instruct.Q4_1.gguf"
 )
-
-// modelCache is $PAGODA_MODELS, else ~/.cache/pagoda/models.
-func modelCache(t testing.TB) string {
-	if d := os.Getenv("PAGODA_MODELS"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatalf("no home directory for the model cache: %v", err)
-	}
-	return filepath.Join(home, ".cache", "pagoda", "models")
-}
 
 // loadGGUF opens a GGUF and builds its tokenizer.
 func loadGGUF(t testing.TB, path string) (*Tokenizer, error) {
@@ -68,7 +56,7 @@ func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 		if errShared == nil {
 			return tk
 		}
-		tk, errCache := loadGGUF(t, filepath.Join(modelCache(t), "ggml-vocab", file))
+		tk, errCache := loadGGUF(t, modelcache.Path("ggml-vocab", file))
 		if errCache != nil {
 			t.Fatalf("cannot load %s: shared copy: %v; cached copy: %v\n"+
 				"run make model (scripts/fetch-ggml-vocab.sh) (the shared copy is UTF-8-mangled)", file, errShared, errCache)
@@ -81,10 +69,7 @@ func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 func smolTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
 	return cached(t, "smol", func() *Tokenizer {
-		path := filepath.Join(modelCache(t), smolFile)
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is missing: run `make model` (%v)", path, err)
-		}
+		path := modelcache.Require(t, modelcache.DefaultFile)
 		tk, err := loadGGUF(t, path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

@@ -7,23 +7,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
 
 	"pagoda/engine"
+	"pagoda/internal/modelcache"
 	"pagoda/model"
 	"pagoda/tokenizer"
 )
 
 // defaultModelPath is where `make model` puts the default model.
-func defaultModelPath() string {
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	return filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-}
+func defaultModelPath() string { return modelcache.Default() }
 
 type generateFlags struct {
 	model       string

@@ -1,8 +1,6 @@
 package llama
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"pagoda/model"
@@ -11,12 +9,7 @@ import (
 // BenchmarkSmolLM2Decode measures single-sequence decode steps of the
 // default model against a 64-token context (tok/s).
 func BenchmarkSmolLM2Decode(b *testing.B) {
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	m := openModel(b, filepath.Join(dir, smolFile), Options{})
+	m := openModel(b, smolPath(b), Options{})
 	kv, err := m.NewKVCache(8, 16, model.KVF16)
 	if err != nil {
 		b.Fatal(err)

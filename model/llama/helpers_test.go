@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/modelcache"
 	"pagoda/model"
 )
 
@@ -19,7 +19,6 @@ const (
 	// storiesFlashRefPath: llama.cpp's flash-attention decode path on the
 	// AVX-512 machine (testdata/make_stories_flash_reference.py).
 	storiesFlashRefPath = "testdata/stories260k-flash.json"
-	smolFile            = "SmolLM2-135M-Instruct.Q4_1.gguf"
 )
 
 // refFile is a llama.cpp greedy reference: per prompt, 64 steps with the
@@ -73,18 +72,9 @@ func openModel(t testing.TB, path string, opt Options) *Model {
 }
 
 // smolPath locates the SmolLM2 model as the Makefile provides it.
-func smolPath(t *testing.T) string {
+func smolPath(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	p := filepath.Join(dir, smolFile)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run `make model` first", p, err)
-	}
-	return p
+	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // seq is one sequence being decoded: its tokens and the blocks holding

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/modelcache"
 )
 
 func TestShapes(t *testing.T) {
@@ -232,13 +231,7 @@ func TestBuildRejects(t *testing.T) {
 // TestVocabFromDefaultModel copies SmolLM2's tokenizer: the vocabulary
 // size follows its token count.
 func TestVocabFromDefaultModel(t *testing.T) {
-	dir := os.Getenv("PAGODA_MODELS")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "pagoda", "models")
-	}
-	path := filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
-	v, err := gguf.Open(path)
+	v, err := gguf.Open(modelcache.Require(t, modelcache.DefaultFile))
 	if err != nil {
 		t.Fatalf("%v (run `make model`)", err)
 	}
