@@ -38,9 +38,11 @@ deps:
 	  fi; \
 	fi
 
-# Every test at full size, then again under the race detector with -short
-# (which shrinks only the model-heavy workloads).
+# The check that regenerating the assembly (kernels/_asm, its own module)
+# changes nothing; every test at full size, then again under the race
+# detector with -short (which shrinks only the model-heavy workloads).
 test: model deps fmt-check vet
+	cd kernels/_asm && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -short -timeout 40m ./...
 

@@ -75,6 +75,13 @@ type actRows struct {
 // prepare converts x (n rows of cols) to the format of kind with the
 // quantizers of k.
 func (a *actRows) prepare(k *impl, kind actKind, x []float32, n, cols int) {
+	a.layout(kind, n, cols)
+	a.convert(k, x, 0, n)
+}
+
+// layout sizes a's buffers for n rows of cols in kind's format and points
+// the row views into them, converting nothing.
+func (a *actRows) layout(kind actKind, n, cols int) {
 	if cols%kind.block() != 0 {
 		panic(fmt.Sprintf("kernels: %d columns is not a whole number of %d-element activation blocks", cols, kind.block()))
 	}
@@ -110,7 +117,14 @@ func (a *actRows) prepare(k *impl, kind actKind, x []float32, n, cols int) {
 				r.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
 			}
 		}
-		k.quantize[kind](r, x[t*cols:(t+1)*cols])
+	}
+}
+
+// convert converts rows [t0, t1) of x (rows of a.cols) into a's laid-out
+// rows with the quantizers of k. Disjoint ranges may run concurrently.
+func (a *actRows) convert(k *impl, x []float32, t0, t1 int) {
+	for t := t0; t < t1; t++ {
+		k.quantize[a.kind](&a.rows[t], x[t*a.cols:(t+1)*a.cols])
 	}
 }
 

@@ -83,6 +83,29 @@ type Attention struct {
 	Heads       int
 	Scale       float32 // score scale, usually 1/sqrt(HeadDim)
 	Mode        AttnMode
+	// Tiles is the number of query tiles (AttnTile tokens of one sequence)
+	// the call's work is laid out for: a captured plan's worst case for its
+	// bucket (bucket.MaxTiles), so that every step of the bucket runs the
+	// same Tiles·Heads tasks; tasks past the step's real tiles return at
+	// once. 0 (eager) runs exactly the real tiles. A value below the real
+	// count is raised to it: work is never dropped.
+	Tiles int
+}
+
+// AttnTile is the query-tile size: Attention splits each sequence's query
+// tokens into tiles of up to AttnTile consecutive tokens, and each task
+// computes one tile for one query head, sharing the tile's context offsets
+// (and the K/V rows it reads, while they are in cache) across its tokens.
+const AttnTile = 16
+
+// AttentionTiles returns the query tiles of a batch with the given query
+// start offsets: Σ⌈(QueryStart[s+1]−QueryStart[s])/AttnTile⌉.
+func AttentionTiles(queryStart []int32) int {
+	n := 0
+	for s := 0; s+1 < len(queryStart); s++ {
+		n += (int(queryStart[s+1]-queryStart[s]) + AttnTile - 1) / AttnTile
+	}
+	return n
 }
 
 // AttnMode selects which of llama.cpp's two CPU attention paths the
@@ -114,25 +137,32 @@ const (
 )
 
 // Attention computes softmax(Scale·q·Kᵀ)·V for every (token, query head),
-// split over the workers by (token, head), rounding as a.Mode says. Each
-// task visits its context positions in order, so a token's result depends
-// only on its own sequence, never on the rest of the batch or the thread
-// count.
+// rounding as a.Mode says, split over the workers by (query tile, head):
+// max(a.Tiles, real tiles)·Heads tasks, the tile→(sequence, tokens) map
+// built here into a reused buffer. Each (token, head) visits its context
+// positions in order with exactly the arithmetic of a lone token, so a
+// token's result depends only on its own sequence, never on the rest of
+// the batch, its tile, a.Tiles or the thread count.
 //
 // It panics on inconsistent shapes; callers validate batches first.
 func (p *Pool) Attention(a *Attention, kv *KVLayer) {
 	n := len(a.Positions)
 	checkAttention(a, kv, n)
+	real := AttentionTiles(a.QueryStart)
+	tiles := max(real, a.Tiles)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.at.seqOf = grow(p.at.seqOf, n)
+	if cap(p.at.tiles) < tiles {
+		p.at.tiles = make([]attnTile, 0, tiles)
+	}
+	p.at.tiles = p.at.tiles[:0]
 	for s := range len(a.QueryStart) - 1 {
-		for i := a.QueryStart[s]; i < a.QueryStart[s+1]; i++ {
-			p.at.seqOf[i] = int32(s)
+		for i, end := a.QueryStart[s], a.QueryStart[s+1]; i < end; i += AttnTile {
+			p.at.tiles = append(p.at.tiles, attnTile{seq: int32(s), first: i, end: min(i+AttnTile, end)})
 		}
 	}
 	p.at.a, p.at.kv, p.at.k, p.at.scratch = a, kv, p.impl, p.scratch
-	p.run(&p.at, n*a.Heads)
+	p.run(&p.at, tiles*a.Heads)
 	p.at.a, p.at.kv = nil, nil
 }
 

@@ -2,28 +2,64 @@ package kernels
 
 import "math"
 
-// attentionJob: task = token·Heads + head.
+// attnTile is one query tile: tokens first ≤ i < end (at most AttnTile) of
+// sequence seq.
+type attnTile struct{ seq, first, end int32 }
+
+// attentionJob: task = tile·Heads + head, over the query tiles of the call
+// (AttnTile tokens of one sequence, for one query head). Tasks past the
+// real tiles (a plan's worst-case count, Attention.Tiles) return at once.
 type attentionJob struct {
 	a       *Attention
 	kv      *KVLayer
 	k       *impl
-	seqOf   []int32 // (n) sequence of each token
+	tiles   []attnTile // the call's real tiles, in sequence order
 	scratch []workerScratch
 }
 
 func (j *attentionJob) run(worker, task int) {
-	a, kv := j.a, j.kv
-	i, h := task/a.Heads, task%a.Heads
-	hd, bs := kv.HeadDim, kv.BlockSize
-	table := a.BlockTables[j.seqOf[i]]
-	ctx := int(a.Positions[i]) + 1
-	stride := kv.KVHeads * hd
-	head := h / (a.Heads / kv.KVHeads) * hd
-	ws := &j.scratch[worker]
-	ws.offs = grow(ws.offs, ctx)
-	for p := range ws.offs {
-		ws.offs[p] = (int(table[p/bs])*bs+p%bs)*stride + head
+	a := j.a
+	t, h := task/a.Heads, task%a.Heads
+	if t >= len(j.tiles) {
+		return // padding tile: beyond the step's real work
 	}
+	tl := j.tiles[t]
+	ws := &j.scratch[worker]
+	ctx := 0
+	for i := tl.first; i < tl.end; i++ {
+		ctx = max(ctx, int(a.Positions[i])+1)
+	}
+	// The tile's tokens share one sequence, so one offset table (for its
+	// longest context) serves them all: token i reads its prefix.
+	all := j.offsets(ws, a.BlockTables[tl.seq], ctx, h)
+	for i := int(tl.first); i < int(tl.end); i++ {
+		ws.offs = all[:a.Positions[i]+1]
+		j.token(ws, i, h)
+	}
+	ws.offs = all
+}
+
+// offsets sets ws.offs to the cache offsets of positions 0..ctx−1 of the
+// sequence with block table table, for query head h, and returns them.
+func (j *attentionJob) offsets(ws *workerScratch, table []int32, ctx, h int) []int {
+	kv := j.kv
+	hd, bs := kv.HeadDim, kv.BlockSize
+	stride := kv.KVHeads * hd
+	head := h / (j.a.Heads / kv.KVHeads) * hd
+	ws.offs = grow(ws.offs, ctx)
+	for p, b := 0, 0; p < ctx; b++ {
+		base := int(table[b]) * bs
+		for o := 0; o < bs && p < ctx; o, p = o+1, p+1 {
+			ws.offs[p] = (base+o)*stride + head
+		}
+	}
+	return ws.offs
+}
+
+// token computes token i's attention for query head h over the positions
+// in ws.offs (its whole context, in order).
+func (j *attentionJob) token(ws *workerScratch, i, h int) {
+	a, hd := j.a, j.kv.HeadDim
 	q := a.Q[(i*a.Heads+h)*hd:][:hd]
 	out := a.Out[(i*a.Heads+h)*hd:][:hd]
 	if a.Mode == AttnMatMul {

@@ -37,13 +37,18 @@ type gemmFunc func(w *byte, rowBytes, rows int, act *byte, actStride, nb int, ds
 
 // blockGEMM is an accelerated MatMul for one block type.
 type blockGEMM struct {
-	tiles []gemmFunc // by number of activation rows − 1, up to the widest tile
-	bias  int32      // 32-element types: unsigned re-biasing of the quants (0: none)
-	kq    bool       // K-quant: Q8_K activations in gemmKRec records
+	tiles  []gemmFunc // by number of activation rows − 1, up to the widest tile
+	packed []gemmFunc // the same on packed weights (Weight.packed), or nil
+	bias   int32      // 32-element types: unsigned re-biasing of the quants (0: none)
+	kq     bool       // K-quant: Q8_K activations in gemmKRec records
+	float  bool       // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
 }
 
 // recordSize returns the block length and record size of g's activations.
 func (g *blockGEMM) recordSize() (block, size int) {
+	if g.float {
+		return 1, 4
+	}
 	if g.kq {
 		return 256, gemmKRec
 	}
@@ -52,9 +57,15 @@ func (g *blockGEMM) recordSize() (block, size int) {
 
 // recordsK lays out the Q8_K rows of a as K-quant records.
 func (a *actRows) recordsK() {
+	a.rec = grow(a.rec, len(a.rows)*(a.cols/256*gemmKRec))
+	a.recordsKRows(0, len(a.rows))
+}
+
+// recordsKRows writes the K-quant records of rows [t0, t1) into a.rec,
+// already sized. Disjoint ranges may run concurrently.
+func (a *actRows) recordsKRows(t0, t1 int) {
 	stride := a.cols / 256 * gemmKRec
-	a.rec = grow(a.rec, len(a.rows)*stride)
-	for t := range a.rows {
+	for t := t0; t < t1; t++ {
 		row := &a.rows[t]
 		for b := range len(row.d) {
 			r := a.rec[t*stride+b*gemmKRec:][:gemmKRec]
@@ -76,9 +87,15 @@ func (a *actRows) recordsK() {
 // records32 lays out the quantized rows of a (kinds Q8_0, Q8_1) as
 // gemm32 records for weights re-biased by bias, with k's record writer.
 func (a *actRows) records32(k *impl, bias int32) {
+	a.rec = grow(a.rec, len(a.rows)*(a.cols/32*gemm32Rec))
+	a.records32Rows(k, bias, 0, len(a.rows))
+}
+
+// records32Rows writes the gemm32 records of rows [t0, t1) into a.rec,
+// already sized. Disjoint ranges may run concurrently.
+func (a *actRows) records32Rows(k *impl, bias int32, t0, t1 int) {
 	stride := a.cols / 32 * gemm32Rec
-	a.rec = grow(a.rec, len(a.rows)*stride)
-	for t := range a.rows {
+	for t := t0; t < t1; t++ {
 		k.records(a.rec[t*stride:(t+1)*stride], &a.rows[t], bias)
 	}
 }
@@ -104,17 +121,26 @@ func records32Go(rec []byte, row *actRow, bias int32) {
 	}
 }
 
-// runGEMM computes output rows [r0, r1) of every token with the
+// runGEMM computes output rows [r0, r1) of tokens [t0, t1) with the
 // accelerated kernel, as many tokens per call as its widest tile.
-func (j *matmulJob) runGEMM(r0, r1 int) {
+func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	block, size := j.gemm.recordSize()
 	rows, nb := j.w.Rows, j.w.Cols/block
 	stride := nb * size
-	tile := len(j.gemm.tiles)
-	for t := 0; t < j.n; t += tile {
-		na := min(tile, j.n-t)
-		j.gemm.tiles[na-1](&j.w.Data[r0*j.rowBytes], j.rowBytes, r1-r0,
-			&j.act.rec[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
+	tiles, w, wb := j.gemm.tiles, &j.w.Data[r0*j.rowBytes], j.rowBytes
+	if j.w.packed != nil && j.gemm.packed != nil && r0%4 == 0 {
+		// Groups of four rows (newMatmulJob makes r0 a multiple of four).
+		wb = 4 * j.rowBytes
+		tiles, w = j.gemm.packed, &j.w.packed[r0/4*wb]
+	}
+	tile := len(tiles)
+	for t := t0; t < t1; t += tile {
+		na := min(tile, t1-t)
+		act := j.act.rec
+		if j.gemm.float {
+			act = floatBytes(j.act.f)
+		}
+		tiles[na-1](w, wb, r1-r0, &act[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
 	}
 }
 

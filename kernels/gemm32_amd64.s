@@ -3885,3 +3885,3390 @@ gemmQ8_0_8_blocks:
 	JL              gemmQ8_0_8_rows
 	VZEROUPPER
 	RET
+
+// func gemmQ4_0p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_1(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_1_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), DX
+	XORQ   DX, DX
+	MOVQ   nb+40(FP), SI
+
+gemmQ4_0p_1_blocks:
+	PREFETCHT0      4096(BX)(DX*1)
+	PREFETCHT0      4160(BX)(DX*1)
+	VMOVDQU64       8(BX)(DX*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(DX*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z31
+	VFMADD231PS     Z5, Z0, Z30
+	ADDQ            $0x00000048, DX
+	ADDQ            $0x00000048, CX
+	DECQ            SI
+	JNZ             gemmQ4_0p_1_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), DX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_1_rows
+	VZEROUPPER
+	RET
+
+DATA permD4<>+0(SB)/4, $0x00000000
+DATA permD4<>+4(SB)/4, $0x00000000
+DATA permD4<>+8(SB)/4, $0x00000000
+DATA permD4<>+12(SB)/4, $0x00000000
+DATA permD4<>+16(SB)/4, $0x00000001
+DATA permD4<>+20(SB)/4, $0x00000001
+DATA permD4<>+24(SB)/4, $0x00000001
+DATA permD4<>+28(SB)/4, $0x00000001
+DATA permD4<>+32(SB)/4, $0x00000002
+DATA permD4<>+36(SB)/4, $0x00000002
+DATA permD4<>+40(SB)/4, $0x00000002
+DATA permD4<>+44(SB)/4, $0x00000002
+DATA permD4<>+48(SB)/4, $0x00000003
+DATA permD4<>+52(SB)/4, $0x00000003
+DATA permD4<>+56(SB)/4, $0x00000003
+DATA permD4<>+60(SB)/4, $0x00000003
+GLOBL permD4<>(SB), RODATA|NOPTR, $64
+
+// func gemmQ4_0p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_2(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_2_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ4_0p_2_blocks:
+	PREFETCHT0      4096(BX)(SI*1)
+	PREFETCHT0      4160(BX)(SI*1)
+	VMOVDQU64       8(BX)(SI*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(SI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z29
+	VFMADD231PS     Z5, Z0, Z28
+	ADDQ            $0x00000048, SI
+	ADDQ            $0x00000048, CX
+	DECQ            DI
+	JNZ             gemmQ4_0p_2_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_2_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_3(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_3_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ4_0p_3_blocks:
+	PREFETCHT0      4096(BX)(SI*1)
+	PREFETCHT0      4160(BX)(SI*1)
+	VMOVDQU64       8(BX)(SI*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(SI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z27
+	VFMADD231PS     Z5, Z0, Z26
+	ADDQ            $0x00000048, SI
+	ADDQ            $0x00000048, CX
+	DECQ            DI
+	JNZ             gemmQ4_0p_3_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_3_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_4(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_4_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
+
+gemmQ4_0p_4_blocks:
+	PREFETCHT0      4096(BX)(DI*1)
+	PREFETCHT0      4160(BX)(DI*1)
+	VMOVDQU64       8(BX)(DI*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(DI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z25
+	VFMADD231PS     Z5, Z0, Z24
+	ADDQ            $0x00000048, DI
+	ADDQ            $0x00000048, CX
+	DECQ            R8
+	JNZ             gemmQ4_0p_4_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_4_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0p_5_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z23
+	VFMADD231PS     Z5, Z0, Z22
+	ADDQ            $0x00000048, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ4_0p_5_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0p_6_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z21
+	VFMADD231PS     Z5, Z0, Z20
+	ADDQ            $0x00000048, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ4_0p_6_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0p_7_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z21
+	VFMADD231PS     Z5, Z6, Z20
+	VBROADCASTI32X4 32(DI)(DX*2), Z4
+	VBROADCASTI32X4 48(DI)(DX*2), Z5
+	VBROADCASTI32X4 (DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*2), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*2), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z19
+	VFMADD231PS     Z5, Z0, Z18
+	ADDQ            $0x00000048, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ4_0p_7_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	VADDPS          Z18, Z19, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*2)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0p_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_0p_8(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0p_8_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	VPXORD Z17, Z17, Z17
+	VPXORD Z16, Z16, Z16
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0p_8_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPSRLW          $0x04, Z0, Z1
+	VPANDD.BCST     nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST     nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z21
+	VFMADD231PS     Z5, Z6, Z20
+	VBROADCASTI32X4 32(DI)(DX*2), Z4
+	VBROADCASTI32X4 48(DI)(DX*2), Z5
+	VBROADCASTI32X4 (DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z19
+	VFMADD231PS     Z5, Z6, Z18
+	VBROADCASTI32X4 32(DI)(SI*1), Z4
+	VBROADCASTI32X4 48(DI)(SI*1), Z5
+	VBROADCASTI32X4 (DI)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(SI*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(SI*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z17
+	VFMADD231PS     Z5, Z0, Z16
+	ADDQ            $0x00000048, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ4_0p_8_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	VADDPS          Z18, Z19, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*2)
+	VADDPS          Z16, Z17, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(BX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ4_0p_8_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_1(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_1_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), DX
+	XORQ   DX, DX
+	MOVQ   nb+40(FP), SI
+
+gemmQ4_1p_1_blocks:
+	PREFETCHT0       4096(BX)(DX*1)
+	PREFETCHT0       4160(BX)(DX*1)
+	VMOVDQU64        16(BX)(DX*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(DX*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z31
+	VFMADD231PS      Z6, Z0, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	ADDQ             $0x00000050, DX
+	ADDQ             $0x00000048, CX
+	DECQ             SI
+	JNZ              gemmQ4_1p_1_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), DX
+	LEAQ             (CX)(AX*4), CX
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_1_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_2(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_2_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ4_1p_2_blocks:
+	PREFETCHT0       4096(BX)(SI*1)
+	PREFETCHT0       4160(BX)(SI*1)
+	VMOVDQU64        16(BX)(SI*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(SI*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z28
+	VFMADD231PS      Z6, Z0, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	ADDQ             $0x00000050, SI
+	ADDQ             $0x00000048, CX
+	DECQ             DI
+	JNZ              gemmQ4_1p_2_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(AX*4), CX
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_2_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_3(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_3_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ4_1p_3_blocks:
+	PREFETCHT0       4096(BX)(SI*1)
+	PREFETCHT0       4160(BX)(SI*1)
+	VMOVDQU64        16(BX)(SI*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(SI*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z28
+	VFMADD231PS      Z6, Z7, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*2), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*2), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z25
+	VFMADD231PS      Z6, Z0, Z24
+	VFMADD231PS.BCST 68(CX)(DX*2), X3, X23
+	ADDQ             $0x00000050, SI
+	ADDQ             $0x00000048, CX
+	DECQ             DI
+	JNZ              gemmQ4_1p_3_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(AX*4), CX
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	VADDPS           Z24, Z25, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X23, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*2)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_3_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_4(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_4_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
+
+gemmQ4_1p_4_blocks:
+	PREFETCHT0       4096(BX)(DI*1)
+	PREFETCHT0       4160(BX)(DI*1)
+	VMOVDQU64        16(BX)(DI*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(DI*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z28
+	VFMADD231PS      Z6, Z7, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*2), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z25
+	VFMADD231PS      Z6, Z7, Z24
+	VFMADD231PS.BCST 68(CX)(DX*2), X3, X23
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(SI*1), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(SI*1), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z22
+	VFMADD231PS      Z6, Z0, Z21
+	VFMADD231PS.BCST 68(CX)(SI*1), X3, X20
+	ADDQ             $0x00000050, DI
+	ADDQ             $0x00000048, CX
+	DECQ             R8
+	JNZ              gemmQ4_1p_4_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(AX*4), CX
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	VADDPS           Z24, Z25, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X23, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*2)
+	VADDPS           Z21, Z22, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X20, X1, X1
+	VMOVUPS          X1, K1, (CX)(BX*1)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_4_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	VPXORD Z17, Z17, Z17
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1p_5_blocks:
+	PREFETCHT0       4096(BX)(R8*1)
+	PREFETCHT0       4160(BX)(R8*1)
+	VMOVDQU64        16(BX)(R8*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(R8*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z28
+	VFMADD231PS      Z6, Z7, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*2), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z25
+	VFMADD231PS      Z6, Z7, Z24
+	VFMADD231PS.BCST 68(CX)(DX*2), X3, X23
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(SI*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z22
+	VFMADD231PS      Z6, Z7, Z21
+	VFMADD231PS.BCST 68(CX)(SI*1), X3, X20
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z19
+	VFMADD231PS      Z6, Z0, Z18
+	VFMADD231PS.BCST 68(DI), X3, X17
+	ADDQ             $0x00000050, R8
+	ADDQ             $0x00000048, CX
+	ADDQ             $0x00000048, DI
+	DECQ             R9
+	JNZ              gemmQ4_1p_5_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(DX*4), SI
+	LEAQ             (CX)(AX*4), CX
+	LEAQ             (SI)(AX*4), SI
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	VADDPS           Z24, Z25, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X23, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*2)
+	VADDPS           Z21, Z22, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X20, X1, X1
+	VMOVUPS          X1, K1, (CX)(BX*1)
+	VADDPS           Z18, Z19, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X17, X1, X1
+	VMOVUPS          X1, K1, (SI)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	VPXORD Z17, Z17, Z17
+	VPXORD Z16, Z16, Z16
+	VPXORD Z15, Z15, Z15
+	VPXORD Z14, Z14, Z14
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1p_6_blocks:
+	PREFETCHT0       4096(BX)(R8*1)
+	PREFETCHT0       4160(BX)(R8*1)
+	VMOVDQU64        16(BX)(R8*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(R8*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z28
+	VFMADD231PS      Z6, Z7, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*2), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z25
+	VFMADD231PS      Z6, Z7, Z24
+	VFMADD231PS.BCST 68(CX)(DX*2), X3, X23
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(SI*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z22
+	VFMADD231PS      Z6, Z7, Z21
+	VFMADD231PS.BCST 68(CX)(SI*1), X3, X20
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z19
+	VFMADD231PS      Z6, Z7, Z18
+	VFMADD231PS.BCST 68(DI), X3, X17
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI)(DX*1), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI)(DX*1), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z16
+	VFMADD231PS      Z6, Z0, Z15
+	VFMADD231PS.BCST 68(DI)(DX*1), X3, X14
+	ADDQ             $0x00000050, R8
+	ADDQ             $0x00000048, CX
+	ADDQ             $0x00000048, DI
+	DECQ             R9
+	JNZ              gemmQ4_1p_6_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(DX*4), SI
+	LEAQ             (CX)(AX*4), CX
+	LEAQ             (SI)(AX*4), SI
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	VADDPS           Z24, Z25, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X23, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*2)
+	VADDPS           Z21, Z22, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X20, X1, X1
+	VMOVUPS          X1, K1, (CX)(BX*1)
+	VADDPS           Z18, Z19, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X17, X1, X1
+	VMOVUPS          X1, K1, (SI)
+	VADDPS           Z15, Z16, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X14, X1, X1
+	VMOVUPS          X1, K1, (SI)(DX*1)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ4_1p_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1p_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	VPXORD Z17, Z17, Z17
+	VPXORD Z16, Z16, Z16
+	VPXORD Z15, Z15, Z15
+	VPXORD Z14, Z14, Z14
+	VPXORD Z13, Z13, Z13
+	VPXORD Z12, Z12, Z12
+	VPXORD Z11, Z11, Z11
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1p_7_blocks:
+	PREFETCHT0       4096(BX)(R8*1)
+	PREFETCHT0       4160(BX)(R8*1)
+	VMOVDQU64        16(BX)(R8*1), Z0
+	VPSRLW           $0x04, Z0, Z1
+	VPANDD.BCST      nib0F<>+0(SB), Z0, Z0
+	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
+	VCVTPH2PS        (BX)(R8*1), Y2
+	VMOVDQU32        permDW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z4
+	VMOVDQU32        permMW<>+0(SB), Z3
+	VPERMPS          Z2, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z31
+	VFMADD231PS      Z6, Z7, Z30
+	VFMADD231PS.BCST 68(CX), X3, X29
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z28
+	VFMADD231PS      Z6, Z7, Z27
+	VFMADD231PS.BCST 68(CX)(DX*1), X3, X26
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(DX*2), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(DX*2), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z25
+	VFMADD231PS      Z6, Z7, Z24
+	VFMADD231PS.BCST 68(CX)(DX*2), X3, X23
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(CX)(SI*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(CX)(SI*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z22
+	VFMADD231PS      Z6, Z7, Z21
+	VFMADD231PS.BCST 68(CX)(SI*1), X3, X20
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z19
+	VFMADD231PS      Z6, Z7, Z18
+	VFMADD231PS.BCST 68(DI), X3, X17
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI)(DX*1), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI)(DX*1), Z7
+	VPDPBUSD         Z7, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI)(DX*1), Z4, Z7
+	VFMADD231PS      Z5, Z7, Z16
+	VFMADD231PS      Z6, Z7, Z15
+	VFMADD231PS.BCST 68(DI)(DX*1), X3, X14
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z6, Z6, Z6
+	VBROADCASTI32X4  (DI)(DX*2), Z7
+	VPDPBUSD         Z7, Z0, Z5
+	VBROADCASTI32X4  16(DI)(DX*2), Z0
+	VPDPBUSD         Z0, Z1, Z6
+	VCVTDQ2PS        Z5, Z5
+	VCVTDQ2PS        Z6, Z6
+	VMULPS.BCST      64(DI)(DX*2), Z4, Z0
+	VFMADD231PS      Z5, Z0, Z13
+	VFMADD231PS      Z6, Z0, Z12
+	VFMADD231PS.BCST 68(DI)(DX*2), X3, X11
+	ADDQ             $0x00000050, R8
+	ADDQ             $0x00000048, CX
+	ADDQ             $0x00000048, DI
+	DECQ             R9
+	JNZ              gemmQ4_1p_7_blocks
+	MOVQ             rows+16(FP), CX
+	SUBQ             AX, CX
+	MOVQ             $0x00000004, DX
+	CMPQ             CX, $0x04
+	CMOVQGT          DX, CX
+	MOVQ             $0x0000000f, DX
+	BZHIQ            CX, DX, DX
+	KMOVW            DX, K1
+	MOVQ             dst+48(FP), CX
+	MOVQ             dstStride+56(FP), DX
+	IMUL3Q           $0x00000004, DX, DX
+	LEAQ             (DX)(DX*2), BX
+	LEAQ             (CX)(DX*4), SI
+	LEAQ             (CX)(AX*4), CX
+	LEAQ             (SI)(AX*4), SI
+	VMOVDQU32        permSum<>+0(SB), Z0
+	VADDPS           Z30, Z31, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X29, X1, X1
+	VMOVUPS          X1, K1, (CX)
+	VADDPS           Z27, Z28, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X26, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*1)
+	VADDPS           Z24, Z25, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X23, X1, X1
+	VMOVUPS          X1, K1, (CX)(DX*2)
+	VADDPS           Z21, Z22, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X20, X1, X1
+	VMOVUPS          X1, K1, (CX)(BX*1)
+	VADDPS           Z18, Z19, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X17, X1, X1
+	VMOVUPS          X1, K1, (SI)
+	VADDPS           Z15, Z16, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X14, X1, X1
+	VMOVUPS          X1, K1, (SI)(DX*1)
+	VADDPS           Z12, Z13, Z1
+	VPERMILPS        $0x4e, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMILPS        $0xb1, Z1, Z3
+	VADDPS           Z3, Z1, Z1
+	VPERMPS          Z1, Z0, Z1
+	VADDPS           X11, X1, X1
+	VMOVUPS          X1, K1, (SI)(DX*2)
+	ADDQ             $0x04, AX
+	MOVQ             rows+16(FP), CX
+	CMPQ             AX, CX
+	JL               gemmQ4_1p_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_1(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_1_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), DX
+	XORQ   DX, DX
+	MOVQ   nb+40(FP), SI
+
+gemmQ8_0p_1_blocks:
+	PREFETCHT0      4096(BX)(DX*1)
+	PREFETCHT0      4160(BX)(DX*1)
+	PREFETCHT0      4224(BX)(DX*1)
+	VMOVDQU64       8(BX)(DX*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(DX*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(DX*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z31
+	VFMADD231PS     Z5, Z0, Z30
+	ADDQ            $0x00000088, DX
+	ADDQ            $0x00000048, CX
+	DECQ            SI
+	JNZ             gemmQ8_0p_1_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), DX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_1_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_2(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_2_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ8_0p_2_blocks:
+	PREFETCHT0      4096(BX)(SI*1)
+	PREFETCHT0      4160(BX)(SI*1)
+	PREFETCHT0      4224(BX)(SI*1)
+	VMOVDQU64       8(BX)(SI*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(SI*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(SI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z29
+	VFMADD231PS     Z5, Z0, Z28
+	ADDQ            $0x00000088, SI
+	ADDQ            $0x00000048, CX
+	DECQ            DI
+	JNZ             gemmQ8_0p_2_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_2_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_3(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_3_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
+
+gemmQ8_0p_3_blocks:
+	PREFETCHT0      4096(BX)(SI*1)
+	PREFETCHT0      4160(BX)(SI*1)
+	PREFETCHT0      4224(BX)(SI*1)
+	VMOVDQU64       8(BX)(SI*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(SI*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(SI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z27
+	VFMADD231PS     Z5, Z0, Z26
+	ADDQ            $0x00000088, SI
+	ADDQ            $0x00000048, CX
+	DECQ            DI
+	JNZ             gemmQ8_0p_3_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_3_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_4(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_4_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
+
+gemmQ8_0p_4_blocks:
+	PREFETCHT0      4096(BX)(DI*1)
+	PREFETCHT0      4160(BX)(DI*1)
+	PREFETCHT0      4224(BX)(DI*1)
+	VMOVDQU64       8(BX)(DI*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(DI*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(DI*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z25
+	VFMADD231PS     Z5, Z0, Z24
+	ADDQ            $0x00000088, DI
+	ADDQ            $0x00000048, CX
+	DECQ            R8
+	JNZ             gemmQ8_0p_4_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(AX*4), CX
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_4_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0p_5_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	PREFETCHT0      4224(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(R8*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z23
+	VFMADD231PS     Z5, Z0, Z22
+	ADDQ            $0x00000088, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ8_0p_5_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0p_6_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	PREFETCHT0      4224(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(R8*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z21
+	VFMADD231PS     Z5, Z0, Z20
+	ADDQ            $0x00000088, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ8_0p_6_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0p_7_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	PREFETCHT0      4224(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(R8*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z21
+	VFMADD231PS     Z5, Z6, Z20
+	VBROADCASTI32X4 32(DI)(DX*2), Z4
+	VBROADCASTI32X4 48(DI)(DX*2), Z5
+	VBROADCASTI32X4 (DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*2), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*2), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z19
+	VFMADD231PS     Z5, Z0, Z18
+	ADDQ            $0x00000088, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ8_0p_7_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	VADDPS          Z18, Z19, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*2)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0p_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512VNNI, BMI2, CMOV, F16C, MMX+
+TEXT ·gemmQ8_0p_8(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0p_8_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   AX, BX
+	SHRQ   $0x02, BX
+	IMULQ  DX, BX
+	ADDQ   CX, BX
+	VPXORD Z31, Z31, Z31
+	VPXORD Z30, Z30, Z30
+	VPXORD Z29, Z29, Z29
+	VPXORD Z28, Z28, Z28
+	VPXORD Z27, Z27, Z27
+	VPXORD Z26, Z26, Z26
+	VPXORD Z25, Z25, Z25
+	VPXORD Z24, Z24, Z24
+	VPXORD Z23, Z23, Z23
+	VPXORD Z22, Z22, Z22
+	VPXORD Z21, Z21, Z21
+	VPXORD Z20, Z20, Z20
+	VPXORD Z19, Z19, Z19
+	VPXORD Z18, Z18, Z18
+	VPXORD Z17, Z17, Z17
+	VPXORD Z16, Z16, Z16
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), DX
+	LEAQ   (DX)(DX*2), SI
+	LEAQ   (CX)(DX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0p_8_blocks:
+	PREFETCHT0      4096(BX)(R8*1)
+	PREFETCHT0      4160(BX)(R8*1)
+	PREFETCHT0      4224(BX)(R8*1)
+	VMOVDQU64       8(BX)(R8*1), Z0
+	VPXORD.BCST     byte80<>+0(SB), Z0, Z0
+	VMOVDQU64       72(BX)(R8*1), Z1
+	VPXORD.BCST     byte80<>+0(SB), Z1, Z1
+	VCVTPH2PS       (BX)(R8*1), X2
+	VMOVDQU32       permD4<>+0(SB), Z3
+	VPERMPS         Z2, Z3, Z3
+	VBROADCASTI32X4 32(CX), Z4
+	VBROADCASTI32X4 48(CX), Z5
+	VBROADCASTI32X4 (CX), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z31
+	VFMADD231PS     Z5, Z6, Z30
+	VBROADCASTI32X4 32(CX)(DX*1), Z4
+	VBROADCASTI32X4 48(CX)(DX*1), Z5
+	VBROADCASTI32X4 (CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z29
+	VFMADD231PS     Z5, Z6, Z28
+	VBROADCASTI32X4 32(CX)(DX*2), Z4
+	VBROADCASTI32X4 48(CX)(DX*2), Z5
+	VBROADCASTI32X4 (CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z27
+	VFMADD231PS     Z5, Z6, Z26
+	VBROADCASTI32X4 32(CX)(SI*1), Z4
+	VBROADCASTI32X4 48(CX)(SI*1), Z5
+	VBROADCASTI32X4 (CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(CX)(SI*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(CX)(SI*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z25
+	VFMADD231PS     Z5, Z6, Z24
+	VBROADCASTI32X4 32(DI), Z4
+	VBROADCASTI32X4 48(DI), Z5
+	VBROADCASTI32X4 (DI), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z23
+	VFMADD231PS     Z5, Z6, Z22
+	VBROADCASTI32X4 32(DI)(DX*1), Z4
+	VBROADCASTI32X4 48(DI)(DX*1), Z5
+	VBROADCASTI32X4 (DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*1), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*1), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z21
+	VFMADD231PS     Z5, Z6, Z20
+	VBROADCASTI32X4 32(DI)(DX*2), Z4
+	VBROADCASTI32X4 48(DI)(DX*2), Z5
+	VBROADCASTI32X4 (DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(DX*2), Z6
+	VPDPBUSD        Z6, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(DX*2), Z3, Z6
+	VFMADD231PS     Z4, Z6, Z19
+	VFMADD231PS     Z5, Z6, Z18
+	VBROADCASTI32X4 32(DI)(SI*1), Z4
+	VBROADCASTI32X4 48(DI)(SI*1), Z5
+	VBROADCASTI32X4 (DI)(SI*1), Z6
+	VPDPBUSD        Z6, Z0, Z4
+	VBROADCASTI32X4 16(DI)(SI*1), Z0
+	VPDPBUSD        Z0, Z1, Z5
+	VCVTDQ2PS       Z4, Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS.BCST     64(DI)(SI*1), Z3, Z0
+	VFMADD231PS     Z4, Z0, Z17
+	VFMADD231PS     Z5, Z0, Z16
+	ADDQ            $0x00000088, R8
+	ADDQ            $0x00000048, CX
+	ADDQ            $0x00000048, DI
+	DECQ            R9
+	JNZ             gemmQ8_0p_8_blocks
+	MOVQ            rows+16(FP), CX
+	SUBQ            AX, CX
+	MOVQ            $0x00000004, DX
+	CMPQ            CX, $0x04
+	CMOVQGT         DX, CX
+	MOVQ            $0x0000000f, DX
+	BZHIQ           CX, DX, DX
+	KMOVW           DX, K1
+	MOVQ            dst+48(FP), CX
+	MOVQ            dstStride+56(FP), DX
+	IMUL3Q          $0x00000004, DX, DX
+	LEAQ            (DX)(DX*2), BX
+	LEAQ            (CX)(DX*4), SI
+	LEAQ            (CX)(AX*4), CX
+	LEAQ            (SI)(AX*4), SI
+	VMOVDQU32       permSum<>+0(SB), Z0
+	VADDPS          Z30, Z31, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)
+	VADDPS          Z28, Z29, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*1)
+	VADDPS          Z26, Z27, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(DX*2)
+	VADDPS          Z24, Z25, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (CX)(BX*1)
+	VADDPS          Z22, Z23, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)
+	VADDPS          Z20, Z21, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*1)
+	VADDPS          Z18, Z19, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(DX*2)
+	VADDPS          Z16, Z17, Z1
+	VPERMILPS       $0x4e, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMILPS       $0xb1, Z1, Z3
+	VADDPS          Z3, Z1, Z1
+	VPERMPS         Z1, Z0, Z1
+	VMOVUPS         X1, K1, (SI)(BX*1)
+	ADDQ            $0x04, AX
+	MOVQ            rows+16(FP), CX
+	CMPQ            AX, CX
+	JL              gemmQ8_0p_8_rows
+	VZEROUPPER
+	RET

@@ -118,3 +118,118 @@ func gemmQ8_0_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb in
 //
 //go:noescape
 func gemmQ8_0_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_1 multiplies rows packed weight rows of type Q4_0 with 1 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_2 multiplies rows packed weight rows of type Q4_0 with 2 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_3 multiplies rows packed weight rows of type Q4_0 with 3 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_4 multiplies rows packed weight rows of type Q4_0 with 4 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_5 multiplies rows packed weight rows of type Q4_0 with 5 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_6 multiplies rows packed weight rows of type Q4_0 with 6 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_7 multiplies rows packed weight rows of type Q4_0 with 7 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0p_8 multiplies rows packed weight rows of type Q4_0 with 8 activation rows of records.
+//
+//go:noescape
+func gemmQ4_0p_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_1 multiplies rows packed weight rows of type Q4_1 with 1 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_2 multiplies rows packed weight rows of type Q4_1 with 2 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_3 multiplies rows packed weight rows of type Q4_1 with 3 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_4 multiplies rows packed weight rows of type Q4_1 with 4 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_5 multiplies rows packed weight rows of type Q4_1 with 5 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_6 multiplies rows packed weight rows of type Q4_1 with 6 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1p_7 multiplies rows packed weight rows of type Q4_1 with 7 activation rows of records.
+//
+//go:noescape
+func gemmQ4_1p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_1 multiplies rows packed weight rows of type Q8_0 with 1 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_2 multiplies rows packed weight rows of type Q8_0 with 2 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_3 multiplies rows packed weight rows of type Q8_0 with 3 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_3(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_4 multiplies rows packed weight rows of type Q8_0 with 4 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_5 multiplies rows packed weight rows of type Q8_0 with 5 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_6 multiplies rows packed weight rows of type Q8_0 with 6 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_7 multiplies rows packed weight rows of type Q8_0 with 7 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0p_8 multiplies rows packed weight rows of type Q8_0 with 8 activation rows of records.
+//
+//go:noescape
+func gemmQ8_0p_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -75,6 +76,14 @@ func checkSameMatMul(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n in
 	matMulSerial(generic, want, w, x, n)
 	const guard = 5
 	buf := make([]float32, n*w.Rows+2*guard)
+	for _, w := range []Weight{w, pack(k, w)} {
+		checkMatMulInto(t, k, p, w, x, n, buf, guard, want)
+	}
+}
+
+// checkMatMulInto runs k's MatMul into buf between guards and compares.
+func checkMatMulInto(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n int, buf []float32, guard int, want []float32) {
+	t.Helper()
 	for i := range buf {
 		buf[i] = float32(math.NaN())
 	}
@@ -87,7 +96,7 @@ func checkSameMatMul(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n in
 	}
 	for i := range want {
 		if !sameFloat(got[i], want[i]) {
-			t.Fatalf("%s: token %d row %d: %v (%#x), generic %v (%#x)", k.name, i/w.Rows, i%w.Rows,
+			t.Fatalf("%s (packed %v): token %d row %d: %v (%#x), generic %v (%#x)", k.name, w.packed != nil, i/w.Rows, i%w.Rows,
 				got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
 	}
@@ -195,4 +204,78 @@ func TestFMARoundsOnce(t *testing.T) {
 	if !fmaRoundsOnce() {
 		t.Fatal("fma32 does not round once: the accelerated kernels' FMA would differ from it")
 	}
+}
+
+// TestPackUsed checks that Pack makes the packed copy for the types with
+// packed kernels (so that checkSameMatMul exercises them) and that the
+// layout puts row 5's second block where the kernels read it.
+func TestPackUsed(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, typ := range blockTypes32 {
+			g := k.gemm[typ]
+			if g == nil || g.packed == nil {
+				continue
+			}
+			r := newRand(uint64(typ))
+			w := rawBlocks32(r, typ, 6, 64, 0, scaleDists["normal"](r))
+			pw := pack(k, w)
+			size := typ.TypeSize()
+			if len(pw.packed) != 2*2*4*size {
+				t.Fatalf("%v: packed %d bytes, want %d", typ, len(pw.packed), 2*2*4*size)
+			}
+			hdr := 2
+			if typ == gguf.Q4_1 {
+				hdr = 4
+			}
+			src := w.Data[5*w.RowBytes()+size:][:size]
+			rec := pw.packed[(1*2+1)*4*size:][:4*size] // group 1, block 1; row 5 is its row 1
+			if !bytes.Equal(rec[hdr:2*hdr], src[:hdr]) || !bytes.Equal(rec[4*hdr+16:4*hdr+32], src[hdr:hdr+16]) {
+				t.Fatalf("%v: row 5 block 1 misplaced", typ)
+			}
+			if !bytes.Equal(rec[3*hdr:4*hdr], make([]byte, hdr)) {
+				t.Fatalf("%v: padding row not zero", typ)
+			}
+		}
+	})
+}
+
+// TestGEMM32ActBlocks covers the two-dimensional task split of long
+// prefills (more activation rows than one task's block, see actBlock) and
+// the conversion of the activations on every worker, packed or not.
+func TestGEMM32ActBlocks(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, threads := range []int{1, 2, 3} {
+			p := newPool(threads, k)
+			defer p.Close()
+			for _, typ := range blockTypes32 {
+				t.Run(fmt.Sprintf("%v/%dthreads", typ, threads), func(t *testing.T) {
+					r := newRand(uint64(typ)*3 + uint64(threads))
+					const cols = 8192
+					w := rawBlocks32(r, typ, 37, cols, 1, scaleDists["normal"](r))
+					n := 2*k.gemm[typ].actBlock(cols) + 5
+					checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
+				})
+			}
+		}
+	})
+}
+
+// TestGEMMKActBlocks is TestGEMM32ActBlocks for the K-quants.
+func TestGEMMKActBlocks(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		for _, typ := range kTypes {
+			if k.gemm[typ] == nil {
+				continue
+			}
+			t.Run(typ.String(), func(t *testing.T) {
+				r := newRand(uint64(typ))
+				const cols = 8192
+				w := rawBlocksK(r, typ, 13, cols, 0, scaleDists["normal"](r))
+				n := 2*k.gemm[typ].actBlock(cols) + 3
+				checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
+			})
+		}
+	})
 }

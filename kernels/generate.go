@@ -11,3 +11,8 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel quant -pkg kernels -out ../quant_amd64.s -stubs ../quant_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel attn -pkg kernels -out ../attn_amd64.s -stubs ../attn_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel ceil -pkg kernels -out ../ceil_amd64.s -stubs ../ceil_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemm5 -pkg kernels -out ../gemm5_amd64.s -stubs ../gemm5_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel kq23 -pkg kernels -out ../kq23_amd64.s -stubs ../kq23_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemmf -pkg kernels -out ../gemmf_amd64.s -stubs ../gemmf_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel vecavx2 -pkg kernels -out ../vecavx2_amd64.s -stubs ../vecavx2_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel quantavx2 -pkg kernels -out ../quantavx2_amd64.s -stubs ../quantavx2_stubs_amd64.go"

@@ -6,7 +6,9 @@ import "fmt"
 // major. Each row of x is first converted to w's activation format (see the
 // package doc), once, then every dst element is one row-by-row dot product
 // in the fixed lane order: dst[t][r] depends only on row r of w and row t of
-// x. Work is split by output rows over the pool's workers.
+// x. Work is split by output rows over the pool's workers, and for long
+// prefills by activation rows too (the conversion included); w's packed
+// copy (Pack), when present, is read instead of w.Data.
 //
 // It panics if the shapes disagree or w's type is unsupported; w should
 // have passed Validate.
@@ -14,8 +16,9 @@ func (p *Pool) MatMul(dst []float32, w Weight, x []float32, n int) {
 	dot := checkMatMul(p.impl, dst, w, x, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.mm = newMatmulJob(p.impl, &p.act, dot, dst, w, x, n, p.threads)
-	p.run(&p.mm, (w.Rows+p.mm.rowsPerTask-1)/p.mm.rowsPerTask)
+	p.mm = planMatmul(p.impl, &p.act, dot, dst, w, x, n, p.threads)
+	p.convert(&p.mm)
+	p.run(&p.mm, p.mm.tasks())
 	p.mm = matmulJob{}
 }
 
@@ -29,26 +32,87 @@ func matMulSerial(k *impl, dst []float32, w Weight, x []float32, n int) {
 	dot := checkMatMul(k, dst, w, x, n)
 	var act actRows
 	j := newMatmulJob(k, &act, dot, dst, w, x, n, 1)
-	for r := 0; r < w.Rows; r += j.rowsPerTask {
-		j.run(0, r/j.rowsPerTask)
+	for t := range j.tasks() {
+		j.run(0, t)
 	}
 }
 
-// newMatmulJob converts x into act and returns the job computing dst,
-// split into about 16 tasks per thread (whole groups of four rows for the
-// tiled kernels).
-func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
-	act.prepare(k, actKindOf(w.Type), x, n, w.Cols)
-	g := k.gemm[w.Type]
-	rpt := max(1, (w.Rows+16*threads-1)/(16*threads))
-	switch {
-	case g != nil && g.kq:
-		act.recordsK()
-	case g != nil:
-		act.records32(k, g.bias)
-		rpt = (rpt + 3) &^ 3
+// convParallelMin is the number of activation rows from which Pool.convert
+// converts them on all workers (one more pool run).
+const convParallelMin = 16
+
+// convert converts the activations of j (from planMatmul): on every worker,
+// in about four tasks per thread, for prefills of convParallelMin rows or
+// more, else on the caller. The caller holds p.mu.
+func (p *Pool) convert(j *matmulJob) {
+	if p.threads == 1 || j.n < convParallelMin {
+		j.convert(0, j.n)
+		return
 	}
-	return matmulJob{dot: dot, gemm: g, dst: dst, w: w, rowBytes: w.RowBytes(), act: act, n: n, rowsPerTask: rpt}
+	j.convRows = (j.n + 4*p.threads - 1) / (4 * p.threads)
+	p.run(j, (j.n+j.convRows-1)/j.convRows)
+	j.convRows = 0
+}
+
+// newMatmulJob converts x into act and returns the job computing dst (see
+// planMatmul).
+func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
+	j := planMatmul(k, act, dot, dst, w, x, n, threads)
+	j.convert(0, n)
+	return j
+}
+
+// planMatmul lays out act for x and returns the job computing dst once
+// x is converted (convert), split into about 16 tasks per thread: blocks
+// of output rows (whole groups of four for the 32-element tiled kernels)
+// and, for the tiled kernels, of activation rows (see actBlock).
+func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
+	act.layout(actKindOf(w.Type), n, w.Cols)
+	g := k.gemm[w.Type]
+	apt, blocks := 0, 16*threads // activation rows per task, row blocks
+	if g != nil {
+		apt = g.actBlock(w.Cols)
+		// The activation blocks spread the work too: fewer, taller row
+		// blocks read each block's records fewer times.
+		blocks = max(1, blocks/max(1, (n+apt-1)/apt))
+	}
+	rpt := max(1, (w.Rows+blocks-1)/blocks)
+	if g != nil && !g.float {
+		block, size := g.recordSize()
+		act.rec = grow(act.rec, n*(w.Cols/block*size))
+		if !g.kq {
+			rpt = (rpt + 3) &^ 3
+		}
+	}
+	return matmulJob{k: k, x: x, dot: dot, gemm: g, dst: dst, w: w, rowBytes: w.RowBytes(), act: act, n: n,
+		rowsPerTask: rpt, actsPerTask: apt}
+}
+
+// convert converts activation rows [t0, t1) of x into the job's rows and
+// records. Disjoint ranges may run concurrently.
+func (j *matmulJob) convert(t0, t1 int) {
+	j.act.convert(j.k, j.x, t0, t1)
+	switch g := j.gemm; {
+	case g == nil || g.float: // the kernels read act.f
+	case g.kq:
+		j.act.recordsKRows(t0, t1)
+	default:
+		j.act.records32Rows(j.k, g.bias, t0, t1)
+	}
+}
+
+// actBudget is the size of the activation records a task of the tiled
+// kernels reads (about a quarter of a core's L2): the tasks of one
+// activation block run one after another, so that the block is fetched
+// from memory once and each weight row once per block.
+const actBudget = 512 << 10
+
+// actBlock returns how many activation rows of cols columns a task of g
+// multiplies: a multiple of the widest tile whose records fit actBudget.
+func (g *blockGEMM) actBlock(cols int) int {
+	block, size := g.recordSize()
+	tile := len(g.tiles)
+	return max(1, actBudget/(cols/block*size)/tile) * tile
 }
 
 func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]byte, *actRow) float32 {
@@ -62,9 +126,13 @@ func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]by
 	return k.dot[w.Type]
 }
 
-// matmulJob: task t computes output rows [t·rowsPerTask, (t+1)·rowsPerTask)
-// for every token.
+// matmulJob: task t computes output rows [r·rowsPerTask, (r+1)·rowsPerTask)
+// for the tokens [a·actsPerTask, (a+1)·actsPerTask), r = t mod (row
+// blocks), a = t / (row blocks) (every token when actsPerTask is 0).
 type matmulJob struct {
+	k           *impl
+	x           []float32 // (n, w.Cols) the activations before conversion
+	convRows    int       // > 0: tasks convert this many activation rows each
 	dot         func([]byte, *actRow) float32
 	gemm        *blockGEMM // tiled kernel replacing dot, if set
 	dst         []float32  // (n, w.Rows)
@@ -73,13 +141,35 @@ type matmulJob struct {
 	act         *actRows // (n) converted rows of x
 	n           int
 	rowsPerTask int
+	actsPerTask int // activation rows per task, 0 for all n
+}
+
+// tasks returns the number of tasks: blocks of rowsPerTask output rows,
+// times blocks of actsPerTask activation rows (row blocks vary fastest).
+func (j *matmulJob) tasks() int {
+	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
+	if j.actsPerTask == 0 || j.n <= j.actsPerTask {
+		return nr
+	}
+	return nr * ((j.n + j.actsPerTask - 1) / j.actsPerTask)
 }
 
 func (j *matmulJob) run(_, task int) {
-	r0 := task * j.rowsPerTask
+	if j.convRows > 0 {
+		t0 := task * j.convRows
+		j.convert(t0, min(t0+j.convRows, j.n))
+		return
+	}
+	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
+	r0 := task % nr * j.rowsPerTask
 	r1 := min(r0+j.rowsPerTask, j.w.Rows)
 	if j.gemm != nil {
-		j.runGEMM(r0, r1)
+		t0, t1 := 0, j.n
+		if j.actsPerTask > 0 {
+			t0 = task / nr * j.actsPerTask
+			t1 = min(t0+j.actsPerTask, j.n)
+		}
+		j.runGEMM(r0, r1, t0, t1)
 		return
 	}
 	rows := j.w.Rows

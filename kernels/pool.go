@@ -9,15 +9,15 @@ import (
 // Pool is a fixed set of worker goroutines, started once by NewPool, that
 // run the parallel kernels (MatMul by output rows, Attention by (token,
 // head)). No goroutine is started per call: a call publishes the job by
-// bumping an epoch that idle helpers spin on for a while (spinIters) before
-// they park on a channel, the caller works too, and tasks are claimed from a
-// shared counter; the caller then spins until every helper has left the
-// job; a helper that wakes after the caller has claimed every task does not
-// join, so the caller never waits for a helper that is late. Kernel calls
-// of a forward pass follow each other within microseconds, so helpers are
-// normally caught spinning. Every task
-// writes a disjoint part of the output and computes it in a fixed order, so
-// results are bit-identical for any thread count.
+// bumping an epoch that idle helpers spin on for a while (spinTime) before
+// they park on a condition variable, the caller works too, and tasks are
+// claimed from a shared counter; the caller then spins until every helper
+// has left the job; a helper that wakes after the caller has claimed every
+// task does not join, so the caller never waits for a helper that is late.
+// Kernel calls of a forward pass follow each other within microseconds, so
+// helpers are normally caught spinning, and a publish then costs one atomic
+// add. Every task writes a disjoint part of the output and computes it in a
+// fixed order, so results are bit-identical for any thread count.
 //
 // A Pool also owns the scratch buffers of its kernels (quantized
 // activations, attention accumulators), which grow to the largest call and are
@@ -35,12 +35,14 @@ type Pool struct {
 	next     atomic.Int64  // next unclaimed task
 	epoch    atomic.Uint64 // bumped to publish a job (or the stop) to the helpers
 	state    atomic.Int64  // helpers inside the current job, | jobClosed once the caller is done
+	sleepers atomic.Int32  // helpers parked or about to park (counted under parkMu)
 	stop     atomic.Bool   // set by Close before its last epoch bump
 	closed   bool
 
 	scratch []workerScratch // (threads) per-worker buffers
 	act     actRows         // MatMul: converted activations
 	mm      matmulJob
+	multi   multiJob // MatMulN
 	at      attentionJob
 }
 
@@ -114,11 +116,7 @@ func (p *Pool) run(j job, ntasks int) {
 	// Every task is claimed: close the job to latecomers and wait only for
 	// the helpers that joined it.
 	p.state.Or(jobClosed)
-	for i := 0; p.state.Load() != jobClosed; i++ {
-		if i >= spinIters {
-			runtime.Gosched() // a helper was descheduled: let it run
-		}
-	}
+	p.awaitHelpers()
 	p.job = nil
 }
 

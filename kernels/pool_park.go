@@ -1,22 +1,38 @@
 package kernels
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
 
 // jobClosed is set in Pool.state when the caller has finished draining a
 // job: no helper may join it any more.
 const jobClosed = 1 << 32
 
-// spinIters bounds busy-waiting: how many times a helper polls the epoch
-// before it parks, and the caller polls the helpers' completion before it
-// starts yielding its thread (a few tens of microseconds).
-const spinIters = 1 << 15
+// spinTime bounds busy-waiting: how long a helper polls the epoch before it
+// parks, and the caller polls the helpers' completion before it starts
+// yielding its thread. It covers the gaps between the pool jobs of a
+// forward pass (serial kernels of a few microseconds), so helpers are
+// caught spinning there. Longer budgets (milliseconds, to spin across decode
+// steps too) measured much worse when the machine is oversubscribed: a
+// helper that never sleeps is preempted by the OS more often, and when it is
+// preempted inside a task the caller waits for a whole time slice; a
+// wake-up once per step costs far less.
+const spinTime = 50 * time.Microsecond
+
+// spinCheck is how many polls pass between clock reads.
+const spinCheck = 64
 
 // helper is one helper goroutine's parking state.
 //
-// Parking protocol (a condition variable): the publisher bumps the epoch,
-// then broadcasts under parkMu; a helper re-reads the epoch under parkMu
-// before it waits. So either the helper sees the new epoch, or it is
-// already waiting when the broadcast comes: no wake-up can be lost.
+// Parking protocol (a condition variable): a helper counts itself in
+// Pool.sleepers under parkMu and then re-reads the epoch before it waits;
+// the publisher bumps the epoch and then, only if sleepers is not zero,
+// broadcasts under parkMu. Both are sequentially consistent atomics, so
+// either the publisher sees the sleeper and wakes it, or the sleeper
+// counted itself after the bump and sees the new epoch: no wake-up can be
+// lost, and a publish with every helper spinning costs one atomic add.
 type helper struct {
 	parked atomic.Bool // waiting on the condition (observability, tests)
 }
@@ -24,6 +40,9 @@ type helper struct {
 // publish bumps the epoch and wakes the parked helpers.
 func (p *Pool) publish() {
 	p.epoch.Add(1)
+	if p.sleepers.Load() == 0 {
+		return
+	}
 	p.parkMu.Lock()
 	p.parkCond.Broadcast()
 	p.parkMu.Unlock()
@@ -58,20 +77,46 @@ func (p *Pool) join() bool {
 	}
 }
 
-// await returns the first epoch different from seen, spinning for a while
-// and then parking.
+// await returns the first epoch different from seen, spinning for up to
+// spinTime and then parking.
 func (p *Pool) await(h *helper, seen uint64) uint64 {
-	for range spinIters {
+	var start time.Time
+	for i := 0; ; i++ {
 		if e := p.epoch.Load(); e != seen {
 			return e
+		}
+		if i%spinCheck == spinCheck-1 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinTime {
+				break
+			}
 		}
 	}
 	p.parkMu.Lock()
 	defer p.parkMu.Unlock()
+	p.sleepers.Add(1)
 	for p.epoch.Load() == seen {
 		h.parked.Store(true)
 		p.parkCond.Wait()
 		h.parked.Store(false)
 	}
+	p.sleepers.Add(-1)
 	return p.epoch.Load()
+}
+
+// awaitHelpers spins until every helper that joined the closed job has
+// left it, yielding the thread once it has waited for spinTime (a helper's
+// goroutine was descheduled: let it run).
+func (p *Pool) awaitHelpers() {
+	var start time.Time
+	for i := 0; p.state.Load() != jobClosed; i++ {
+		if i%spinCheck == spinCheck-1 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinTime {
+				runtime.Gosched()
+			}
+		}
+	}
 }

@@ -71,3 +71,34 @@ func BenchmarkPoolDispatch(b *testing.B) {
 		p.mu.Unlock()
 	}
 }
+
+// BenchmarkPoolRoundTrip measures a job every worker must take part in
+// (each task waits until all of them have started): publishing, every
+// helper's pick-up and the completion wait, the fixed cost of one
+// parallel kernel call.
+func BenchmarkPoolRoundTrip(b *testing.B) {
+	p := NewPool(0)
+	defer p.Close()
+	if p.Threads() < 2 {
+		b.Skip("needs 2 threads")
+	}
+	j := &barrierJob{threads: int64(p.Threads())}
+	for b.Loop() {
+		j.arrived.Store(0)
+		p.mu.Lock()
+		p.run(j, p.Threads())
+		p.mu.Unlock()
+	}
+}
+
+// barrierJob: every task spins until all threads tasks have started.
+type barrierJob struct {
+	arrived atomic.Int64
+	threads int64
+}
+
+func (j *barrierJob) run(_, _ int) {
+	j.arrived.Add(1)
+	for j.arrived.Load() < j.threads {
+	}
+}

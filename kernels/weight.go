@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"pagoda/gguf"
 )
@@ -16,6 +18,77 @@ type Weight struct {
 	Data []byte
 	Rows int
 	Cols int
+
+	// packed is an optional copy of Data in the interleaved four-row
+	// layout of the accelerated kernels (see Pack); nil when absent. It
+	// holds the same values, so results never depend on it.
+	packed []byte
+}
+
+// Pack returns w with a copy of its rows interleaved in groups of four, the
+// layout the accelerated matmul kernels read fastest (one contiguous record
+// per block of four rows), when the implementation in use has such kernels
+// for w's type; otherwise w unchanged. MatMul results are identical either
+// way. The copy costs as much memory as Data; call it once, at load time.
+func Pack(w Weight) Weight {
+	return pack(def, w)
+}
+
+func pack(k *impl, w Weight) Weight {
+	switch w.Type {
+	case gguf.Q4_0, gguf.Q4_1, gguf.Q8_0: // the layouts packRows32 knows
+	default:
+		return w
+	}
+	g := k.gemm[w.Type]
+	if g == nil || g.packed == nil || w.Validate() != nil {
+		return w
+	}
+	w.packed = packRows32(w)
+	return w
+}
+
+// packRows32 interleaves the rows of a 32-element block type in groups of
+// four (see _asm/gemm32.go): per group and block, the four block headers
+// (the bytes before the quants), then the quants 16 bytes per row, in
+// 16-byte halves of the block for 8-bit quants. Rows past the last are
+// zero. Groups are split over GOMAXPROCS goroutines (load time only).
+func packRows32(w Weight) []byte {
+	groups := (w.Rows + 3) / 4
+	gb := w.Cols / 32 * 4 * w.Type.TypeSize()
+	out := make([]byte, groups*gb)
+	parts := min(runtime.GOMAXPROCS(0), groups)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			for g := groups * p / parts; g < groups*(p+1)/parts; g++ {
+				packGroup32(out[g*gb:(g+1)*gb], w, g)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// packGroup32 writes group g (rows 4g..4g+3) of w into out.
+func packGroup32(out []byte, w Weight, g int) {
+	size := w.Type.TypeSize()
+	hdr := 2 // Q4_0, Q8_0: d
+	if w.Type == gguf.Q4_1 {
+		hdr = 4 // d, m
+	}
+	nb, rb := w.Cols/32, w.RowBytes()
+	for i := range min(4, w.Rows-4*g) {
+		row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
+		for b := range nb {
+			src, dst := row[b*size:(b+1)*size], out[b*4*size:(b+1)*4*size]
+			copy(dst[i*hdr:(i+1)*hdr], src[:hdr])
+			q, d := src[hdr:], dst[4*hdr:]
+			for h := 0; h < len(q); h += 16 {
+				*(*[16]byte)(d[4*h+16*i:]) = *(*[16]byte)(q[h:])
+			}
+		}
+	}
 }
 
 // Supported reports whether MatMul and DequantizeRow handle weights of type t.

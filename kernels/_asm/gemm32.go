@@ -75,18 +75,36 @@ func (bt blockType) tile() int {
 }
 
 func genGemm32() {
-	for _, bt := range blockTypes {
-		for a := 1; a <= bt.tile(); a++ {
-			g := &gemm32{bt: bt, na: a}
-			g.gen()
+	for _, packed := range []bool{false, true} {
+		for _, bt := range blockTypes {
+			for a := 1; a <= bt.tile(); a++ {
+				g := &gemm32{bt: bt, na: a, packed: packed}
+				g.gen()
+			}
 		}
 	}
 }
 
+// Packed weights (the "p" kernels) interleave groups of four rows, block by
+// block, so that a block of four rows is one contiguous record of 4·size
+// bytes, read with one or two ZMM loads and one scale load:
+//
+//	0       hdr [4][qs]byte   each row's block header (d, or d and m), rows 0..3
+//	4·qs    quants            nibble types: [4][16]byte, row i at 16i;
+//	                          Q8_0: [4][16]byte of bytes 0..15, then of 16..31
+//
+// A group of nb blocks takes nb·4·size bytes; rowBytes is that group
+// stride, and rows past the last are zero (their results are discarded).
+// The kernels must be called on groups: the first row a multiple of four.
+
+// packedSize is the size of one block of four packed rows.
+func (bt blockType) packedSize() int { return 4 * bt.size }
+
 // gemm32 emits one kernel.
 type gemm32 struct {
-	bt blockType
-	na int
+	bt     blockType
+	na     int
+	packed bool // weights in packed four-row groups
 
 	// block loop state
 	p    [4]reg.GPVirtual // weight row pointers
@@ -101,13 +119,20 @@ type gemm32 struct {
 }
 
 func (g *gemm32) name() string {
+	if g.packed {
+		return fmt.Sprintf("gemm%sp_%d", g.bt.name, g.na)
+	}
 	return fmt.Sprintf("gemm%s_%d", g.bt.name, g.na)
 }
 
 func (g *gemm32) gen() {
 	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records.",
-		g.name(), g.bt.name, g.na))
+	layout := ""
+	if g.packed {
+		layout = " packed"
+	}
+	Doc(fmt.Sprintf("%s multiplies rows%s weight rows of type %s with %d activation rows of records.",
+		g.name(), layout, g.bt.name, g.na))
 	Pragma("noescape")
 	r := GP64()
 	XORQ(r, r)
@@ -120,14 +145,23 @@ func (g *gemm32) gen() {
 	cnt := GP64()
 	Load(Param("nb"), cnt)
 	Label(g.name() + "_blocks")
-	for i := range 4 {
-		PREFETCHT0(g.wmem(i, prefetchAhead))
+	step := g.bt.size
+	if g.packed {
+		step = g.bt.packedSize()
+		for d := 0; d < step; d += 64 {
+			PREFETCHT0(g.wmem(0, prefetchAhead+d))
+		}
+		g.loadPacked()
+	} else {
+		for i := range 4 {
+			PREFETCHT0(g.wmem(i, prefetchAhead))
+		}
+		g.loadWeights()
 	}
-	g.loadWeights()
 	for a := range g.na {
 		g.accumulate(a)
 	}
-	ADDQ(U32(g.bt.size), g.off)
+	ADDQ(U32(step), g.off)
 	g.act.advance(gemm32Rec)
 	DECQ(cnt)
 	JNZ(LabelRef(g.name() + "_blocks"))
@@ -144,6 +178,18 @@ func (g *gemm32) gen() {
 // rowPointers sets p[i] to weight row r+i, or to row r when r+i is past
 // the last row (its results are computed and discarded).
 func (g *gemm32) rowPointers(r reg.GPVirtual) {
+	if g.packed {
+		// p[0] = w + (r/4)·rowBytes: the group of rows r..r+3.
+		w, rb := GP64(), GP64()
+		Load(Param("w"), w)
+		Load(Param("rowBytes"), rb)
+		g.p[0] = GP64()
+		MOVQ(r, g.p[0])
+		SHRQ(U8(2), g.p[0])
+		IMULQ(rb, g.p[0])
+		ADDQ(w, g.p[0])
+		return
+	}
 	w, rb, left := GP64(), GP64(), GP64()
 	Load(Param("w"), w)
 	Load(Param("rowBytes"), rb)
@@ -221,6 +267,42 @@ func (g *gemm32) loadWeights() {
 		g.mw = ZMM()
 		VPERMPS(s, idx, g.mw)
 	}
+}
+
+// loadPacked is loadWeights for a packed group: one load per 64 quants,
+// one scale conversion.
+func (g *gemm32) loadPacked() {
+	g.lo, g.hi = ZMM(), ZMM()
+	hdr := 4 * g.bt.qs
+	if g.bt.nib {
+		q := ZMM()
+		VMOVDQU64(g.wmem(0, hdr), q)
+		mask := constU32("nib0F", 0x0F0F0F0F)
+		VPSRLW(U8(4), q, g.hi)
+		VPANDD_BCST(mask, q, g.lo)
+		VPANDD_BCST(mask, g.hi, g.hi)
+	} else {
+		for h, z := range []reg.VecVirtual{g.lo, g.hi} {
+			VMOVDQU64(g.wmem(0, hdr+64*h), z)
+			VPXORD_BCST(constU32("byte80", 0x80808080), z, z)
+		}
+	}
+	s := ZMM()
+	idx := ZMM()
+	g.dw = ZMM()
+	if g.bt.min {
+		// [d0 m0 d1 m1 d2 m2 d3 m3], as loadWeights.
+		VCVTPH2PS(g.wmem(0, 0), s.AsY())
+		VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
+		VPERMPS(s, idx, g.dw)
+		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
+		g.mw = ZMM()
+		VPERMPS(s, idx, g.mw)
+		return
+	}
+	VCVTPH2PS(g.wmem(0, 0), s.AsX()) // [d0 d1 d2 d3]
+	VMOVDQU32(constU32("permD4", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), idx)
+	VPERMPS(s, idx, g.dw)
 }
 
 // accumulate adds the current block of activation row a.

@@ -31,6 +31,11 @@ var families = map[string]func(){
 	"ceil":       genCeil,
 	"quant":      genQuant,
 	"attn":       genAttn,
+	"gemm5":      genGemm5,
+	"kq23":       genKQ23,
+	"gemmf":      genGemmF,
+	"vecavx2":    genVecAVX2,
+	"quantavx2":  genQuantAVX2,
 }
 
 func main() {

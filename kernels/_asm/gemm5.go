@@ -1,0 +1,259 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// GEMM kernels for the 5-bit 32-element block types (Q5_0, Q5_1) against
+// activations quantized to Q8_0/Q8_1, in gemm32's layout (see gemm32.go):
+// four weight rows per ZMM, one 128-bit chunk each, "lo" holding elements
+// 0..15 (generic lanes 0..3) and "hi" elements 16..31 (lanes 4..7).
+//
+// The weights go to VPDPBUSD as the unsigned 5-bit values nibble | bit<<4
+// (0..31): Q5_0's −16 offset comes in through the records' corrections
+// (bias 16), Q5_1 has none. The fifth bits of the four rows' qh words are
+// gathered into two 64-bit masks (bit 16i+j: row i, element j resp. j+16)
+// and added as 16 under the mask. Per block and activation row,
+//
+//	lanes = Σ u5(w)·s8(y) (+ bias correction)      exact int32
+//	acc   = fma(dw·da, float(lanes), acc)            per lane, dw·da exact
+//	summs = fma(mw, s, summs)                        Q5_1 only, mw·s exact
+//
+// and dst = ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) [+ summs], the generic order.
+
+// block5Type describes a 5-bit weight block.
+type block5Type struct {
+	name string
+	size int  // bytes per block
+	qh   int  // offset of the fifth bits (uint32)
+	qs   int  // offset of the nibbles
+	min  bool // Q5_1: m at offset 2, result += Σ m·s
+}
+
+var block5Types = []block5Type{
+	{name: "Q5_0", size: 22, qh: 2, qs: 6},
+	{name: "Q5_1", size: 24, qh: 4, qs: 8, min: true},
+}
+
+func (bt block5Type) tile() int {
+	if bt.min {
+		return gemm32TileMin
+	}
+	return gemm32Tile
+}
+
+func genGemm5() {
+	for _, bt := range block5Types {
+		for a := 1; a <= bt.tile(); a++ {
+			g := &gemm5{bt: bt, na: a}
+			g.gen()
+		}
+	}
+}
+
+// gemm5 emits one kernel.
+type gemm5 struct {
+	bt block5Type
+	na int
+
+	p    [4]reg.GPVirtual
+	off  reg.GPVirtual
+	act  strided
+	c10  reg.VecVirtual // bytes 0x10
+	lo   reg.VecVirtual
+	hi   reg.VecVirtual
+	dw   reg.VecVirtual
+	mw   reg.VecVirtual
+	acc  [][2]reg.VecPhysical
+	summ []reg.VecPhysical
+}
+
+func (g *gemm5) name() string { return fmt.Sprintf("gemm%s_%d", g.bt.name, g.na) }
+
+func (g *gemm5) gen() {
+	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records.",
+		g.name(), g.bt.name, g.na))
+	Pragma("noescape")
+	r := GP64()
+	XORQ(r, r)
+	Label(g.name() + "_rows")
+	g.rowPointers(r)
+	g.zeroAcc()
+	g.act = loadStrided("act", "actStride", g.na, 1)
+	g.off = GP64()
+	XORQ(g.off, g.off)
+	cnt := GP64()
+	Load(Param("nb"), cnt)
+	g.c10 = ZMM()
+	VPBROADCASTD(constU32("byte10", 0x10101010), g.c10)
+	Label(g.name() + "_blocks")
+	for i := range 4 {
+		PREFETCHT0(g.wmem(i, prefetchAhead))
+	}
+	g.loadWeights()
+	for a := range g.na {
+		g.accumulate(a)
+	}
+	ADDQ(U32(g.bt.size), g.off)
+	g.act.advance(gemm32Rec)
+	DECQ(cnt)
+	JNZ(LabelRef(g.name() + "_blocks"))
+	g.store(r)
+	ADDQ(U8(4), r)
+	rows := GP64()
+	Load(Param("rows"), rows)
+	CMPQ(r, rows)
+	JL(LabelRef(g.name() + "_rows"))
+	VZEROUPPER()
+	RET()
+}
+
+// rowPointers sets p[i] to weight row r+i, or to row r past the last row.
+func (g *gemm5) rowPointers(r reg.GPVirtual) {
+	w, rb, left := GP64(), GP64(), GP64()
+	Load(Param("w"), w)
+	Load(Param("rowBytes"), rb)
+	Load(Param("rows"), left)
+	SUBQ(r, left)
+	g.p[0] = GP64()
+	MOVQ(rb, g.p[0])
+	IMULQ(r, g.p[0])
+	ADDQ(w, g.p[0])
+	for i := 1; i < 4; i++ {
+		g.p[i] = GP64()
+		LEAQ(Mem{Base: g.p[i-1], Index: rb, Scale: 1}, g.p[i])
+		CMPQ(left, U8(i))
+		CMOVQLE(g.p[0], g.p[i])
+	}
+}
+
+func (g *gemm5) zeroAcc() {
+	g.acc = make([][2]reg.VecPhysical, g.na)
+	g.summ = nil
+	var pin pinned
+	for a := range g.na {
+		z := pin.zero(2)
+		g.acc[a] = [2]reg.VecPhysical{z[0], z[1]}
+		if g.bt.min {
+			g.summ = append(g.summ, pin.zero(1)[0])
+		}
+	}
+}
+
+func (g *gemm5) wmem(i, disp int) Mem {
+	return Mem{Base: g.p[i], Index: g.off, Scale: 1, Disp: disp}
+}
+
+// loadWeights fills lo, hi (unsigned 5-bit bytes, four rows) and the scales.
+func (g *gemm5) loadWeights() {
+	g.lo, g.hi = ZMM(), ZMM()
+	q := ZMM()
+	VMOVDQU(g.wmem(0, g.bt.qs), q.AsX())
+	for i := 1; i < 4; i++ {
+		VINSERTI32X4(U8(i), g.wmem(i, g.bt.qs), q, q)
+	}
+	mask := constU32("nib0F", 0x0F0F0F0F)
+	VPSRLW(U8(4), q, g.hi)
+	VPANDD_BCST(mask, q, g.lo)
+	VPANDD_BCST(mask, g.hi, g.hi)
+	// Fifth bits: x = [qh0 qh1 qh2 qh3]; shuffled to the low halves of
+	// the four words in the low qword, the high halves in the high qword.
+	x := XMM()
+	VMOVD(g.wmem(0, g.bt.qh), x)
+	for i := 1; i < 4; i++ {
+		VPINSRD(U8(i), g.wmem(i, g.bt.qh), x, x)
+	}
+	VPSHUFB(constU32("shufQH", 0x05040100, 0x0d0c0908, 0x07060302, 0x0f0e0b0a), x, x)
+	b := GP64()
+	klo, khi := K(), K()
+	VMOVQ(x, b)
+	KMOVQ(b, klo)
+	VPEXTRQ(U8(1), x, b)
+	KMOVQ(b, khi)
+	VPADDB(g.c10, g.lo, klo, g.lo)
+	VPADDB(g.c10, g.hi, khi, g.hi)
+	// Scales: s = [d0 m0 d1 m1 d2 m2 d3 m3] as float32 (m: Q5_1 only).
+	sx := XMM()
+	VMOVD(g.wmem(0, 0), sx)
+	for i := 1; i < 4; i++ {
+		VPINSRD(U8(i), g.wmem(i, 0), sx, sx)
+	}
+	s := ZMM()
+	VCVTPH2PS(sx, s.AsY())
+	idx := ZMM()
+	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
+	g.dw = ZMM()
+	VPERMPS(s, idx, g.dw)
+	if g.bt.min {
+		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
+		g.mw = ZMM()
+		VPERMPS(s, idx, g.mw)
+	}
+}
+
+// accumulate adds the current block of activation row a.
+func (g *gemm5) accumulate(a int) {
+	il, ih := ZMM(), ZMM()
+	for h, i := range []reg.VecVirtual{il, ih} {
+		if g.bt.min {
+			zero(i)
+		} else {
+			VBROADCASTI32X4(g.act.at(a, recCorr+16*h), i)
+		}
+	}
+	y := ZMM()
+	VBROADCASTI32X4(g.act.at(a, recQS), y)
+	vpdpbusd(y, g.lo, il)
+	y = ZMM()
+	VBROADCASTI32X4(g.act.at(a, recQS+16), y)
+	vpdpbusd(y, g.hi, ih)
+	VCVTDQ2PS(il, il)
+	VCVTDQ2PS(ih, ih)
+	dd := ZMM()
+	VMULPS_BCST(g.act.at(a, recD), g.dw, dd) // dw·da, exact
+	VFMADD231PS(il, dd, g.acc[a][0])
+	VFMADD231PS(ih, dd, g.acc[a][1])
+	if g.bt.min {
+		VFMADD231PS_BCST(g.act.at(a, recS), g.mw.AsX(), g.summ[a].AsX())
+	}
+}
+
+// store reduces each activation row's lanes and writes the (up to four)
+// valid rows of results.
+func (g *gemm5) store(r reg.GPVirtual) {
+	k := K()
+	left, bits := GP64(), GP64()
+	Load(Param("rows"), left)
+	SUBQ(r, left)
+	MOVQ(U32(4), bits)
+	CMPQ(left, U8(4))
+	CMOVQGT(bits, left)
+	MOVQ(U32(0xF), bits)
+	BZHIQ(left, bits, bits)
+	KMOVW(bits.As32(), k)
+	dst := loadStrided("dst", "dstStride", g.na, 4)
+	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
+	idx := ZMM()
+	VMOVDQU32(constU32("permSum", 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), idx)
+	for a := range g.na {
+		t, u := ZMM(), ZMM()
+		VADDPS(g.acc[a][1], g.acc[a][0], t)
+		VPERMILPS(U8(0x4E), t, u)
+		VADDPS(u, t, t)
+		VPERMILPS(U8(0xB1), t, u)
+		VADDPS(u, t, t)
+		VPERMPS(t, idx, t)
+		if g.bt.min {
+			VADDPS(g.summ[a].AsX(), t.AsX(), t.AsX())
+		}
+		VMOVUPS(t.AsX(), k, dst.at(a, 0))
+	}
+}

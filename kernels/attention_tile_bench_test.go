@@ -1,0 +1,49 @@
+package kernels
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkAttentionSteps times Pool.Attention on SmolLM2-135M's shape (9
+// heads over 3 KV heads of 64, F16 cache) for a 256-token prefill, a
+// prefill chunk after 512 tokens of context, and a 32-sequence decode;
+// tiles×4 lays the work out for four times the real tiles (a plan's
+// padding), the extra tasks returning at once.
+func BenchmarkAttentionSteps(b *testing.B) {
+	for _, c := range []struct {
+		name        string
+		ctx, newTok []int
+	}{
+		{"prefill256", []int{256}, []int{256}},
+		{"chunk128at512", []int{640}, []int{128}},
+		{"decode32x300", rep(32, 300), rep(32, 1)},
+	} {
+		for _, v := range []struct {
+			mode  AttnMode
+			tiles int // ×real tiles laid out (1: exact, as eager)
+		}{{AttnMatMul, 1}, {AttnFlash, 1}, {AttnMatMul, 4}} {
+			mode := v.mode
+			b.Run(fmt.Sprintf("%s/mode%d/tiles×%d", c.name, mode, v.tiles), func(b *testing.B) {
+				a, kv := sameAttnCase(newRand(9), KVF16, 64, 9, 3, 16, c.ctx, c.newTok)
+				a.Mode = mode
+				a.Tiles = v.tiles * AttentionTiles(a.QueryStart)
+				p := NewPool(0)
+				defer p.Close()
+				p.Attention(a, kv)
+				b.ResetTimer()
+				for range b.N {
+					p.Attention(a, kv)
+				}
+			})
+		}
+	}
+}
+
+func rep(n, v int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}

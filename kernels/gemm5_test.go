@@ -1,0 +1,191 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pagoda/gguf"
+)
+
+// Tests of the tiled kernels for Q5_0, Q5_1 (gemm32 records) and Q2_K,
+// Q3_K (K-quant records) against the generic dot products.
+
+// issue5Types are the weight types of the gemm5 and kq23 kernel families.
+var issue5Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
+
+// scaleOffsets returns the byte offsets of a block's f16 scales.
+func scaleOffsets(typ gguf.Type) []int {
+	switch typ {
+	case gguf.Q5_0:
+		return []int{0}
+	case gguf.Q5_1:
+		return []int{0, 2}
+	case gguf.Q2_K:
+		return []int{80, 82}
+	case gguf.Q3_K:
+		return []int{108}
+	}
+	panic(typ)
+}
+
+// rawBlocks returns rows×cols of typ with random bytes and f16 scales
+// drawn by scale, starting off bytes into a larger buffer.
+func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
+	bs, bl := typ.TypeSize(), typ.BlockSize()
+	n := rows * cols / bl
+	buf := make([]byte, off+n*bs+7)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	data := buf[off : off+n*bs]
+	for b := range n {
+		for _, o := range scaleOffsets(typ) {
+			binary.LittleEndian.PutUint16(data[b*bs+o:], F32ToF16(scale()))
+		}
+	}
+	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
+}
+
+// TestGEMMIssue5SameAsGeneric sweeps rows (tails of the 4-row groups),
+// blocks per row, activation rows (tiles and their tails), misaligned
+// weights, scale distributions and thread counts.
+func TestGEMMIssue5SameAsGeneric(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, threads := range []int{1, 3} {
+			p := newPool(threads, k)
+			defer p.Close()
+			for _, typ := range issue5Types {
+				if k.gemm[typ] == nil {
+					continue
+				}
+				bl := typ.BlockSize()
+				for dist, mk := range scaleDists {
+					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
+						r := newRand(uint64(typ)*17 + uint64(threads))
+						for _, rows := range []int{1, 2, 3, 4, 5, 7, 9, 17} {
+							for _, nb := range []int{1, 2, 3, 6} {
+								cols := nb * bl
+								w := rawBlocks(r, typ, rows, cols, rows%4, mk(r))
+								for _, n := range []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13} {
+									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// TestGEMMIssue5Large checks model-sized shapes and quantizer-made
+// weights.
+func TestGEMMIssue5Large(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		r := newRand(21)
+		for _, typ := range issue5Types {
+			t.Run(typ.String(), func(t *testing.T) {
+				w := rawBlocks(r, typ, 300, 1536, 1, scaleDists["normal"](r))
+				checkSameMatMul(t, k, p, w, randVec(r, 7*1536, 1), 7)
+				wq, _ := quantWeight(t, r, typ, 64, 512)
+				checkSameMatMul(t, k, p, wq, randVec(r, 9*512, 1), 9)
+			})
+		}
+	})
+}
+
+// TestGEMMIssue5ExtremeActivations: zero rows, spikes and huge values.
+func TestGEMMIssue5ExtremeActivations(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		r := newRand(22)
+		const cols = 512
+		x := make([]float32, 6*cols)
+		x[cols+5] = 3e4
+		for i := range cols {
+			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
+		}
+		copy(x[3*cols:], randVec(r, cols, 1e-6))
+		copy(x[4*cols:], randVec(r, cols, 6e4))
+		for i := range cols {
+			x[5*cols+i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
+		}
+		for _, typ := range issue5Types {
+			t.Run(typ.String(), func(t *testing.T) {
+				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
+				checkSameMatMul(t, k, p, w, x, 6)
+			})
+		}
+	})
+}
+
+// FuzzGEMMIssue5 compares the kernels with the generic ones on
+// fuzzer-chosen weight bytes.
+func FuzzGEMMIssue5(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(2), uint64(1), []byte{1, 2, 3})
+	f.Add(uint8(3), uint8(9), uint8(7), uint64(99), []byte{0xff, 0x7b, 0x00, 0x80})
+	f.Fuzz(func(t *testing.T, ti, rows8, n8 uint8, seed uint64, raw []byte) {
+		typ := issue5Types[int(ti)%len(issue5Types)]
+		rows, n := 1+int(rows8)%11, int(n8)%10
+		r := newRand(seed)
+		cols := typ.BlockSize() * (1 + r.IntN(4))
+		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
+		copy(w.Data, raw)
+		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
+		for _, k := range implementations() {
+			if k != generic && k.gemm[typ] != nil {
+				p := newPool(2, k)
+				checkSameMatMul(t, k, p, w, x, n)
+				p.Close()
+			}
+		}
+	})
+}
+
+// BenchmarkGEMMIssue5: decode (n=1) and batched (n=8) on a 2048×2048
+// weight, each accelerated implementation beside the generic one.
+func BenchmarkGEMMIssue5(b *testing.B) {
+	for _, typ := range issue5Types {
+		for _, n := range []int{1, 8} {
+			for _, k := range implementations() {
+				b.Run(fmt.Sprintf("%v/n=%d/%s", typ, n, k.name), func(b *testing.B) {
+					benchGEMMIssue5(b, k, typ, 2048, 2048, n)
+				})
+			}
+		}
+	}
+}
+
+// benchGEMMIssue5 is benchGEMM on rawBlocks weights (any block size),
+// cycling through 64 MiB of copies for decode so that weights come from
+// memory.
+func benchGEMMIssue5(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
+	r := newRand(30)
+	one := rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r))
+	copies := 1
+	if n == 1 {
+		copies = max(1, (64<<20)/len(one.Data))
+	}
+	ws := make([]Weight, copies)
+	for i := range ws {
+		ws[i] = one
+		ws[i].Data = append([]byte(nil), one.Data...)
+	}
+	x := randVec(r, n*cols, 1)
+	dst := make([]float32, n*rows)
+	p := newPool(0, k)
+	defer p.Close()
+	b.SetBytes(int64(len(one.Data)))
+	i := 0
+	for b.Loop() {
+		p.MatMul(dst, ws[i%copies], x, n)
+		i++
+	}
+	b.ReportMetric(float64(2*rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+}
