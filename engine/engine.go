@@ -55,6 +55,18 @@ type StepInfo struct {
 	Seqs     int           // sequences scheduled
 	Tokens   int           // tokens computed (prompt chunks and decode tokens)
 	Duration time.Duration // schedule + execute + process
+	// Forward is the part of Duration spent in the model's forward pass;
+	// Duration − Forward is the engine's and runner's own per-step work
+	// (scheduling, batch building, plan lookup, sampling, bookkeeping).
+	Forward time.Duration
+	// PlanTokens are the query tokens of the bucket whose plan ran the step
+	// (0: eager, or no bucket fit); PlanTokens − Tokens is its padding,
+	// which is never computed.
+	PlanTokens int
+	// Tiles are the step's real attention query tiles and PlanTiles those
+	// the attention was laid out for (the plan's worst case; Tiles when
+	// eager): PlanTiles − Tiles tasks per head and layer returned at once.
+	Tiles, PlanTiles int
 }
 
 // OnStep sets a function the engine calls after every step, from the
@@ -225,7 +237,13 @@ func (e *Engine) Step() error {
 	touched := e.process(out, logits, rows)
 	e.publishStats()
 	if e.onStep != nil && len(out.Seqs) > 0 {
-		e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start)})
+		info := StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
+			Forward: e.runner.LastForward()}
+		if p := e.runner.LastPlan(); p != nil {
+			info.PlanTokens = p.Tokens
+		}
+		info.Tiles, info.PlanTiles = e.runner.LastTiles()
+		e.onStep(info)
 	}
 	e.emitAll(touched)
 	return nil

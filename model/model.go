@@ -73,6 +73,12 @@ type Batch struct {
 	// LogitIndices lists the token rows (indices into Tokens) whose logits
 	// are wanted, in output order.
 	LogitIndices []int32
+	// AttnTiles is the attention query-tile count (kernels.AttnTile tokens
+	// of one sequence each) the step's captured plan was sized for, its
+	// bucket's worst case; attention lays its work out for that many tiles
+	// and the ones past the real work return at once. 0 (eager) uses the
+	// step's own count. It never changes results.
+	AttnTiles int
 }
 
 // NumSeqs returns the number of sequences in the batch.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"pagoda/bucket"
+	"pagoda/kernels"
 	"pagoda/sched"
 )
 
@@ -38,8 +39,11 @@ type Plan struct {
 	Padding int64 // bucket tokens − real tokens, summed over those steps
 }
 
-// AttnTile is the query-tile size plans count attention work in.
-const AttnTile = 16
+// AttnTile is the query-tile size plans count attention work in: the
+// kernels' tile (kernels.AttnTile), which a plan's QueryTiles lays the
+// attention tasks out for (QueryTiles·Heads tasks per layer, the ones past
+// the step's real tiles returning at once).
+const AttnTile = kernels.AttnTile
 
 // plans maps buckets to plans for both families.
 type plans struct {

@@ -90,3 +90,48 @@ func TestPlanFindCountsPadding(t *testing.T) {
 		t.Fatalf("plan %+v for a 5-token prompt", p)
 	}
 }
+
+// The seed's worst case for a merged-prefill bucket (N−1 sequences with one
+// token and one with the rest) runs with attention laid out for the plan's
+// tile count, the tiles past the real work doing nothing: outputs equal the
+// eager runner's bit for bit, and the step allocates nothing.
+func TestPlanWorstCaseSplit(t *testing.T) {
+	planned, eager := newPlannedFixture(t), newFixture(t)
+	if _, err := planned.r.Warmup(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*fixture{planned, eager} {
+		for i := range 5 {
+			f.add(string(rune('a'+i)), int32(300+i)) // one token each
+		}
+		f.add("long", slices.Repeat([]int32{1, 300, 400, 261, 77}, 9)...) // 45 tokens
+	}
+	var results [2][]float32
+	for k, f := range []*fixture{planned, eager} {
+		out, err := f.s.Schedule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Seqs) != 6 {
+			t.Fatalf("scheduled %d sequences, want 6 in one step", len(out.Seqs))
+		}
+		logits, _, err := f.r.Execute(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[k] = slices.Clone(logits)
+		if k == 0 {
+			if n := testing.AllocsPerRun(3, func() { f.r.Execute(out) }); n != 0 {
+				t.Errorf("%v allocations with plans", n)
+			}
+			p := f.r.LastPlan()
+			real, planned := f.r.LastTiles()
+			if p == nil || real != 5+3 || planned != p.QueryTiles || planned < real {
+				t.Fatalf("plan %+v: %d real tiles, laid out for %d", p, real, planned)
+			}
+		}
+	}
+	if !slices.Equal(results[0], results[1]) {
+		t.Fatal("logits differ with plans")
+	}
+}

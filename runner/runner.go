@@ -6,8 +6,10 @@ package runner
 
 import (
 	"fmt"
+	"time"
 
 	"pagoda/bucket"
+	"pagoda/kernels"
 	"pagoda/kvcache"
 	"pagoda/model"
 	"pagoda/sched"
@@ -22,6 +24,9 @@ type Runner struct {
 
 	plans *plans // nil: eager (no captured plans)
 	last  *Plan  // plan of the latest step, nil when it ran eagerly
+
+	forward time.Duration // the latest step's forward pass
+	tiles   int           // the latest step's real attention query tiles
 
 	batch  model.Batch
 	logits []float32 // (len(batch.LogitIndices), vocab)
@@ -59,6 +64,22 @@ func New(m model.Model, blocks *kvcache.Manager, cache *CacheEngine, opts Option
 // eagerly.
 func (r *Runner) LastPlan() *Plan { return r.last }
 
+// LastForward returns the wall time of the latest step's forward pass (the
+// model's kernels), so that callers can tell the runner's and engine's own
+// per-step overhead from the compute.
+func (r *Runner) LastForward() time.Duration { return r.forward }
+
+// LastTiles returns the latest step's real attention query tiles and the
+// tiles its plan laid the attention out for (its bucket's worst case; equal
+// to the real count for an eager step). The difference is the tasks that
+// returned at once.
+func (r *Runner) LastTiles() (real, planned int) {
+	if r.last == nil {
+		return r.tiles, r.tiles
+	}
+	return r.tiles, max(r.tiles, r.last.QueryTiles)
+}
+
 // Cache returns the cache engine.
 func (r *Runner) Cache() *CacheEngine { return r.cache }
 
@@ -77,12 +98,20 @@ func (r *Runner) Execute(out *sched.Output) (logits []float32, rows []Rows, err 
 	if err := r.build(out); err != nil {
 		return nil, nil, err
 	}
+	r.batch.AttnTiles = 0
+	if r.last != nil {
+		r.batch.AttnTiles = r.last.QueryTiles
+	}
+	r.tiles = kernels.AttentionTiles(r.batch.QueryStart)
 	need := len(r.batch.LogitIndices) * r.vocab
 	if cap(r.logits) < need {
 		r.logits = make([]float32, need)
 	}
 	r.logits = r.logits[:need]
-	if err := r.model.Forward(&r.batch, r.cache.Device, r.logits); err != nil {
+	start := time.Now()
+	err = r.model.Forward(&r.batch, r.cache.Device, r.logits)
+	r.forward = time.Since(start)
+	if err != nil {
 		return nil, nil, err
 	}
 	return r.logits, r.rows, nil

@@ -40,7 +40,7 @@ func (r *Runner) Warmup(progress func(done, total int)) (WarmupStats, error) {
 	r.reserve(tokens, seqs, logits)
 	shapes := r.computeShapes()
 	for i, s := range shapes {
-		if err := r.dummyStep(s.tokens, s.seqs); err != nil {
+		if err := r.dummyStep(s.tokens, s.seqs, s.tiles); err != nil {
 			return WarmupStats{}, fmt.Errorf("warm-up of %d tokens in %d sequences: %w", s.tokens, s.seqs, err)
 		}
 		if progress != nil {
@@ -87,21 +87,27 @@ func (r *Runner) Misses() int64 {
 	return r.plans.misses
 }
 
-type computeShape struct{ tokens, seqs int }
+type computeShape struct{ tokens, seqs, tiles int }
 
-// computeShapes lists the distinct (tokens, sequences) shapes of the plans.
+// computeShapes lists the distinct (tokens, sequences) shapes of the plans,
+// each with the most attention tiles of the plans sharing it.
 func (r *Runner) computeShapes() []computeShape {
-	seen := map[computeShape]bool{}
+	seen := map[[2]int]int{} // (tokens, seqs) → index in out
 	var out []computeShape
 	for _, p := range r.Plans() {
-		s := computeShape{p.Tokens, p.Seqs}
+		s := computeShape{p.Tokens, p.Seqs, p.QueryTiles}
 		if p.Family == Prefill {
 			s.seqs = 1
 		}
-		if !seen[s] && s.tokens > 0 {
-			seen[s] = true
-			out = append(out, s)
+		if s.tokens <= 0 {
+			continue
 		}
+		if i, ok := seen[[2]int{s.tokens, s.seqs}]; ok {
+			out[i].tiles = max(out[i].tiles, s.tiles)
+			continue
+		}
+		seen[[2]int{s.tokens, s.seqs}] = len(out)
+		out = append(out, s)
 	}
 	return out
 }
@@ -121,8 +127,9 @@ func (r *Runner) reserve(tokens, seqs, logits int) {
 }
 
 // dummyStep runs tokens split over seqs sequences (the first takes the
-// remainder), none stored in the cache, reading block 0 onwards as context.
-func (r *Runner) dummyStep(tokens, seqs int) error {
+// remainder), none stored in the cache, reading block 0 onwards as context,
+// with attention laid out for tiles query tiles (the plans' worst case).
+func (r *Runner) dummyStep(tokens, seqs, tiles int) error {
 	bs := r.blocks.BlockSize()
 	nb := (tokens + bs - 1) / bs
 	if nb > r.cache.Device.NumBlocks {
@@ -132,7 +139,7 @@ func (r *Runner) dummyStep(tokens, seqs int) error {
 	for i := range table {
 		table[i] = int32(i)
 	}
-	b := model.Batch{QueryStart: []int32{0}}
+	b := model.Batch{QueryStart: []int32{0}, AttnTiles: tiles}
 	for s := range seqs {
 		n := tokens / seqs
 		if s == 0 {

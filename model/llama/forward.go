@@ -25,7 +25,9 @@ import (
 // residual add, RMSNorm·weight, gate and up matmuls, SwiGLU per row, down
 // matmul, residual add; then the output norm and the logits matmul. With
 // the kernels' bit-exact contract the logits equal llama.cpp's bit for bit
-// (TestSmolLM2).
+// (TestSmolLM2). The Q/K/V and the gate/up matmuls, which share their
+// input, each run as one pool job (Pool.MatMulN): five pool jobs per layer,
+// whose results do not depend on how the work is grouped.
 func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -52,6 +54,7 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 	s.attn = kernels.Attention{
 		Q: s.q, Out: s.att, Positions: b.Positions, QueryStart: b.QueryStart, BlockTables: b.BlockTables,
 		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
+		Tiles: b.AttnTiles,
 	}
 	for l := range m.layers {
 		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n)
@@ -65,7 +68,7 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 	}
 	if rows > 0 {
 		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
-		m.pool.MatMul(logits, m.output, s.gx, rows)
+		m.matMul(logits, m.output, s.gx, rows)
 	}
 	s.attn = kernels.Attention{}
 	return nil
@@ -77,9 +80,10 @@ func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) 
 	c, s := &m.cfg, &m.s
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
 	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
-	m.pool.MatMul(s.q, ly.wq, s.xb, n)
-	m.pool.MatMul(s.k, ly.wk, s.xb, n)
-	m.pool.MatMul(s.v, ly.wv, s.xb, n)
+	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
+	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: ly.wk}
+	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: ly.wv}
+	m.pool.MatMulN(s.mm[:3], s.xb, n)
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
 		if ly.bq != nil {
@@ -117,13 +121,21 @@ func (m *Model) residual(ly *layer, x, att []float32, nr int) {
 	c, s := &m.cfg, &m.s
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
-	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	m.matMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
 	kernels.Add(x[:d], xb)
 	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
 	gate, up := s.gate[:h], s.up[:h]
-	m.pool.MatMul(gate, ly.gate, xb, nr)
-	m.pool.MatMul(up, ly.up, xb, nr)
+	s.mm[0] = kernels.MatMulOut{Dst: gate, W: ly.gate}
+	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
+	m.pool.MatMulN(s.mm[:2], xb, nr)
 	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
-	m.pool.MatMul(xb, ly.down, gate, nr)
+	m.matMul(xb, ly.down, gate, nr)
 	kernels.Add(x[:d], xb)
+}
+
+// matMul is Pool.MatMul through MatMulN, whose tasks suit one-token
+// products better.
+func (m *Model) matMul(dst []float32, w kernels.Weight, x []float32, n int) {
+	m.s.mm[0] = kernels.MatMulOut{Dst: dst, W: w}
+	m.pool.MatMulN(m.s.mm[:1], x, n)
 }

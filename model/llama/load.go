@@ -38,8 +38,8 @@ type Options struct {
 }
 
 // layer holds one transformer block's weights. Matrices are slices of the
-// file mapping in their file encoding; norm weights and biases are small
-// float32 copies.
+// file mapping in their file encoding (plus the kernels' packed copy, see
+// packWeights); norm weights and biases are small float32 copies.
 type layer struct {
 	attnNorm []float32      // (Dim)
 	wq       kernels.Weight // (Heads·HeadDim, Dim)
@@ -95,6 +95,7 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
+	m.packWeights()
 	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
@@ -112,6 +113,19 @@ type tensors struct {
 func (t *tensors) fail(name, format string, args ...any) {
 	if t.err == nil {
 		t.err = fmt.Errorf("llama: tensor %s: %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+// packWeights gives the matrices the accelerated matmul kernels' packed
+// layout (kernels.Pack: a heap copy of each, identical results). The token
+// embeddings keep only their file layout unless they double as the output.
+func (m *Model) packWeights() {
+	m.output = kernels.Pack(m.output)
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, w := range []*kernels.Weight{&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down} {
+			*w = kernels.Pack(*w)
+		}
 	}
 }
 

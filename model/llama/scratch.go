@@ -22,6 +22,7 @@ type scratch struct {
 	ga   []float32 // (m, Heads·HeadDim) their attention output
 	kv   []kernels.KVLayer
 	attn kernels.Attention
+	mm   [3]kernels.MatMulOut // products of one MatMulN call
 }
 
 // size grows every buffer for n tokens and m logit rows.
