@@ -11,6 +11,7 @@ func benchCommands() []command {
 		{"throughput", "offline throughput: N prompts submitted at once to the engine", runBenchThroughput},
 		{"serve", "online serving benchmark against an OpenAI-compatible server", runBenchServe},
 		{"ceilings", "machine ceilings: memory read bandwidth, FMA and int8 dot peaks on 1 and N threads", runBenchCeilings},
+		{"plans", "captured step plans vs eager: warm-up time and memory per bucketing strategy, per-step overhead, GC cycles, padding", runBenchPlans},
 		{"latency", "llama-bench-like prefill/decode tokens/s and batched decode, as fractions of the ceilings", runBenchLatency},
 	}
 }

@@ -155,11 +155,18 @@ func benchServe(f benchServeFlags, stdout, stderr io.Writer) error {
 	if !f.disableTqdm {
 		cfg.Progress, cfg.ProgressTTY = stderr, isTerminal(stderr)
 	}
+	const gcMetric = "go_gc_duration_seconds_count" // the server's GC cycles (Go servers)
+	gc0, gcErr := bench.ScrapeMetric(ctx, nil, f.baseURL, gcMetric)
 	start := time.Now()
 	results, d := bench.Run(ctx, cfg, prompts)
 	r := bench.Summarize(results, d, metrics, percentiles)
 	r.MaxConcurrency, r.RequestRate = f.maxConcurrency, rate
 	r.WriteTable(stdout)
+	if gcErr == nil {
+		if gc1, err := bench.ScrapeMetric(ctx, nil, f.baseURL, gcMetric); err == nil {
+			fmt.Fprintf(stdout, "%-40s %d\n", "Server GC cycles during the run:", int64(gc1-gc0))
+		}
+	}
 	if r.UsageReported < r.Completed {
 		fmt.Fprintf(stderr, "note: %d of %d responses had no usage; their token counts are estimates\n",
 			r.Completed-r.UsageReported, r.Completed)
