@@ -27,10 +27,13 @@ type Logprob struct {
 // CompletionOutput is one sequence's output. In a streamed delta it holds
 // only what is new since the previous delta; Collect merges deltas.
 type CompletionOutput struct {
-	Index             int
-	Text              string
-	TokenIDs          []int32
-	Logprobs          []Logprob // when asked: one per token id
+	Index    int
+	Text     string
+	TokenIDs []int32
+	Logprobs []Logprob // when asked: one per token id
+	// CumulativeLogprob is the sum of the tokens' logprobs, computed only
+	// when they are scored: logprobs asked, best_of > n, or beam search
+	// (0 otherwise; vLLM gives None).
 	CumulativeLogprob float64
 	FinishReason      string // "" while running, then stop, length or abort
 	StopReason        any    // the matched stop string, or the stop token id

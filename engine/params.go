@@ -61,6 +61,12 @@ const MaxN = 64
 // bestOf is the number of sequences the request runs.
 func (p *SamplingParams) bestOf() int { return max(p.N, p.BestOf) }
 
+// needsScores reports whether the generated tokens' logprobs are used:
+// returned, summed to rank best_of samples, or scoring beams.
+func (p *SamplingParams) needsScores() bool {
+	return p.ReturnLogprobs || p.bestOf() > p.N || p.UseBeamSearch
+}
+
 // Validate checks the parameters for a model with vocabSize tokens; errors
 // name the field and the allowed range.
 func (p *SamplingParams) Validate(vocabSize int) error {

@@ -104,6 +104,9 @@ func (e *Engine) newSeqState(r *request, index int) *seqState {
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
 		stop:  tokenizer.NewStopMatcher(p.Stop, p.IncludeStopStrInOutput)}
 	st.delta.Index = index
+	if !p.needsScores() {
+		st.sampler.SkipScores()
+	}
 	if p.MinTokens > 0 {
 		st.sampler.Suppress(r.suppress)
 	}

@@ -30,14 +30,25 @@ type Sampler struct {
 	pen    penalties
 	hist   *history // nil when no penalty is on
 	src    rand.PCG
-	nTop   int            // Params.Logprobs
-	heap   []cand         // (nTop) selection heap for Result.Top
-	top    []TokenLogprob // (nTop) backing store of Result.Top
-	own    *Scratch       // Sample's scratch, allocated on first use
+	nTop   int // Params.Logprobs
+	// unscored: Result carries only the ID (no logprob, rank or top
+	// alternatives), saving a pass of exponentials over the vocabulary
+	// per token; see SkipScores.
+	unscored bool
+	heap     []cand         // (nTop) selection heap for Result.Top
+	top      []TokenLogprob // (nTop) backing store of Result.Top
+	own      *Scratch       // Sample's scratch, allocated on first use
 	// suppress lists tokens that cannot be drawn (their processed logit is
 	// −Inf), e.g. EOS and stop tokens before min_tokens.
 	suppress []int32
 }
+
+// SkipScores makes later Results carry only the token ID: Logprob and
+// Rank are 0 and Top is empty. The tokens drawn are the same either way.
+// Callers that use neither the logprob nor the alternatives (no logprobs
+// asked, no ranking of samples) save a vocabulary-sized pass of
+// exponentials per token.
+func (s *Sampler) SkipScores() { s.unscored = true }
 
 // Suppress makes ids impossible to draw until the next Suppress call
 // (nil lifts it). Logprobs still score the raw logits. The slice is kept,
@@ -202,6 +213,9 @@ func (s *Sampler) uniform() float64 {
 
 // score fills the Result of token id: raw logprob, rank and top logprobs.
 func (s *Sampler) score(logits []float32, id int32) Result {
+	if s.unscored {
+		return Result{ID: id}
+	}
 	lse := logSumExp(logits)
 	r := Result{ID: id, Logprob: float32(float64(logits[id]) - lse), Rank: rank(logits, id)}
 	if s.nTop > 0 {

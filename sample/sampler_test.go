@@ -348,3 +348,22 @@ func TestSuppress(t *testing.T) {
 		}
 	}
 }
+
+// SkipScores draws the same tokens (greedy and seeded) and returns only
+// their IDs.
+func TestSkipScores(t *testing.T) {
+	for _, p := range []Params{withSeed(DefaultParams(), 9), {Temperature: 0, Logprobs: 3}} {
+		scored, unscored := New(p, nil), New(p, nil)
+		unscored.SkipScores()
+		for i := range 100 {
+			logits := randLogits(uint64(i), 256, 2)
+			a, b := scored.Sample(logits), unscored.Sample(logits)
+			if a.ID != b.ID {
+				t.Fatalf("step %d: token %d scored, %d unscored", i, a.ID, b.ID)
+			}
+			if a.Logprob >= 0 || b.Logprob != 0 || b.Rank != 0 || len(b.Top) != 0 {
+				t.Fatalf("step %d: scored %+v, unscored %+v", i, a, b)
+			}
+		}
+	}
+}

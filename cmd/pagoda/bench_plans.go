@@ -16,7 +16,8 @@ import (
 
 type benchPlansFlags struct {
 	throughputFlags
-	modes string
+	modes      string
+	cpuProfile string
 }
 
 // planRun is what one configuration of `pagoda bench plans` measured.
@@ -63,6 +64,7 @@ func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
 	fs.StringVar(&f.modes, "modes", "exponential,linear,eager", "comma-separated: bucketing strategies (exponential, linear) and eager")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -77,6 +79,13 @@ func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--modes: %q is not exponential, linear or eager", m)}
 		}
 		modes = append(modes, m)
+	}
+	if f.cpuProfile != "" {
+		stop, err := startProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var runs []planRun
 	for _, m := range modes {
