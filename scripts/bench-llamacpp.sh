@@ -9,7 +9,10 @@
 # this CPU) into a throwaway virtual environment cached in $PAGODA_CACHE/llamacpp-venv
 # (default ~/.cache/pagoda). Environment: PP (default 512), TG (128), REPS (3), PAGODA (the
 # pagoda binary; default: built into a temporary directory from this checkout).
-# llama.cpp runs without its extra buffer types (repacking, AMX): see the note in the Python.
+# llama.cpp runs with its default extra buffer types (weight repacking into interleaved rows,
+# which it does for Q4_0, IQ4_NL and Q4_K on AVX2/AVX-512 machines) when they work here, checked
+# in a child process first because on some machines they crash; LLAMA_EXTRA_BUFTS=on|off|auto
+# (default auto) overrides. The table says which configuration ran.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,22 +45,31 @@ csv=$(IFS=,; echo "${threads[*]}")
   --batch 1 --batch-steps 1 --output-json "$tmp/pagoda.json" >&2
 
 "$venv/bin/python" - "$model" "$pp" "$tg" "$reps" "$tmp/pagoda.json" "${threads[@]}" <<'PY'
-import json, random, statistics, sys, time
+import json, os, random, statistics, subprocess, sys, time
 import llama_cpp
-
-# llama.cpp's extra buffer types (weight repacking, AMX tiles) crash on machines whose kernel
-# does not grant AMX tile state to the process (as in scripts/make_reference.py): turn them
-# off, so llama.cpp runs its plain CPU kernels.
-_default_params = llama_cpp.llama_model_default_params
-def _params_without_extra_bufts():
-    p = _default_params()
-    p.use_extra_bufts = False
-    return p
-llama_cpp.llama_model_default_params = _params_without_extra_bufts
-llama_cpp.llama.llama_cpp.llama_model_default_params = _params_without_extra_bufts
 
 model, pp, tg, reps, pj = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 threads = [int(t) for t in sys.argv[6:]]
+
+# llama.cpp's extra buffer types (weight repacking, AMX tiles) are its default and its fastest
+# CPU path, but they crash on machines whose kernel does not grant AMX tile state to the
+# process (as scripts/make_reference.py notes). In auto mode a child process tries them first.
+mode = os.environ.get("LLAMA_EXTRA_BUFTS", "auto")
+if mode == "auto":
+    probe = ("import llama_cpp, sys\n"
+             "llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=32, verbose=False)\n"
+             "llm.eval(list(range(1, 33)))\n")
+    ok = subprocess.run([sys.executable, "-c", probe, model], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, timeout=600).returncode == 0
+    mode = "on" if ok else "off"
+extra = mode == "on"
+_default_params = llama_cpp.llama_model_default_params
+def _params():
+    p = _default_params()
+    p.use_extra_bufts = extra
+    return p
+llama_cpp.llama_model_default_params = _params
+llama_cpp.llama.llama_cpp.llama_model_default_params = _params
 pagoda = {(r["threads"], r["test"]): r["tokens_per_second"] for r in json.load(open(pj))["results"]}
 
 def measure(n_threads):
@@ -77,7 +89,7 @@ def measure(n_threads):
         tgt.append(tg / (time.perf_counter() - t0))
     return ppt, tgt
 
-print(f"model {model}")
+print(f"model {model}; llama.cpp extra buffer types (repacking): {mode}")
 print("| threads | test | llama.cpp t/s | pagoda t/s | pagoda / llama.cpp |")
 print("| ---: | :--- | ---: | ---: | ---: |")
 for t in threads:
