@@ -51,16 +51,17 @@ func avx2() *impl {
 	k.gemm[gguf.Q4_1] = &blockGEMM{tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3, gemmQ4_1_avx2_4}}
 	k.gemm[gguf.Q8_0] = &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3, gemmQ8_0_avx2_4}}
 	// float vector kernels and float-weight dot products (vecavx2_amd64.go)
-	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = dotF32WAVX2, dotF16WAVX2, dotBF16WAVX2
-	k.dotF32, k.dotF16, k.dotBF16 = dotF32AVX2, dotF16AVX2, dotBF16AVX2
+	v := isaAVX2
+	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = v.DotF32W, v.DotF16W, v.DotBF16W
+	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX2w, axpyF16AVX2w, axpyBF16AVX2w
 	k.madF16, k.scaleF16, k.scaleF32 = madF16AVX2w, scaleF16AVX2w, scaleF32AVX2w
 	k.rmsNorm, k.add, k.mul = rmsNormAVX2, addAVX2w, mulAVX2w
 	k.reduceLanes = reduceLanesAVX2w
-	k.silu, k.swiGLU, k.softmax, k.softmaxExp = siluAVX2w, swiGLUAVX2w, softmaxAVX2, softmaxExpAVX2w
-	k.quantize[actQ8_0], k.quantize[actQ8_1] = quantizeQ8_0AVX2w, quantizeQ8_1AVX2w
-	k.quantize[actQ8K] = quantizeQ8KAVX2w
-	k.records = records32AVX2w
+	k.silu, k.swiGLU, k.softmax, k.softmaxExp = v.SiLU, v.SwiGLU, v.Softmax, v.SoftmaxExp
+	q := quantAVX2
+	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K
+	k.records = q.Records
 	return &k
 }
 
@@ -88,20 +89,20 @@ func avx512() *impl {
 		gemmQ5_1_1, gemmQ5_1_2, gemmQ5_1_3, gemmQ5_1_4, gemmQ5_1_5, gemmQ5_1_6, gemmQ5_1_7}}
 	k.gemm[gguf.Q2_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}}
 	k.gemm[gguf.Q3_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}}
-	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = dotF32WAVX, dotF16WAVX, dotBF16WAVX
+	v := isaAVX512
+	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = v.DotF32W, v.DotF16W, v.DotBF16W
 	k.gemm[gguf.F32] = &blockGEMM{float: true, tiles: []gemmFunc{gemmF32_1, gemmF32_2, gemmF32_3, gemmF32_4, gemmF32_5, gemmF32_6}}
 	k.gemm[gguf.F16] = &blockGEMM{float: true, tiles: []gemmFunc{gemmF16_1, gemmF16_2, gemmF16_3, gemmF16_4, gemmF16_5, gemmF16_6}}
 	k.gemm[gguf.BF16] = &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}
-	k.dotBF16 = dotBF16AVX
-	k.dotF32, k.dotF16 = dotF32AVX, dotF16AVX
+	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX, axpyF16AVX, axpyBF16AVX
 	k.madF16, k.scaleF16, k.scaleF32 = madF16AVX, scaleF16AVX, scaleF32AVX
-	k.rmsNorm, k.softmax, k.softmaxExp = rmsNormAVX, softmaxAVX, softmaxExpAVX
-	k.silu, k.swiGLU, k.add, k.mul = siluAVX, swiGLUAVX, addAVX, mulAVX
+	k.rmsNorm, k.softmax, k.softmaxExp = rmsNormAVX, v.Softmax, v.SoftmaxExp
+	k.silu, k.swiGLU, k.add, k.mul = v.SiLU, v.SwiGLU, addAVX, mulAVX
 	k.reduceLanes = reduceLanesAVX
 	k.attn = attnKernels{scores: scoresF16AVX, round: roundF16AVX, values: valuesF16AVX}
-	k.quantize[actQ8_0], k.quantize[actQ8_1] = quantizeQ8_0AVX, quantizeQ8_1AVX
-	k.quantize[actQ8K] = quantizeQ8KAVX
-	k.records = records32AVX
+	q := quantAVX512
+	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K
+	k.records = q.Records
 	return &k
 }

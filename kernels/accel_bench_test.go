@@ -34,7 +34,14 @@ func BenchmarkGEMM(b *testing.B) {
 
 func benchGEMM(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 	r := newRand(30)
-	one := rawBlocks32(r, typ, rows, cols, 0, scaleDists["normal"](r))
+	benchMatMul(b, k, rawBlocks32(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
+}
+
+// benchMatMul times MatMul of weight one with the n rows of x on k,
+// reporting weight bytes per second and GOP/s. Decode (n = 1) cycles
+// through 64 MiB of copies of one, so that weights come from memory as in
+// a forward pass.
+func benchMatMul(b *testing.B, k *impl, one Weight, x []float32, n int) {
 	copies := 1
 	if n == 1 {
 		copies = max(1, (64<<20)/len(one.Data))
@@ -44,8 +51,7 @@ func benchGEMM(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 		ws[i] = one
 		ws[i].Data = append([]byte(nil), one.Data...)
 	}
-	x := randVec(r, n*cols, 1)
-	dst := make([]float32, n*rows)
+	dst := make([]float32, n*one.Rows)
 	p := newPool(0, k)
 	defer p.Close()
 	b.SetBytes(int64(len(one.Data)))
@@ -54,7 +60,7 @@ func benchGEMM(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 		p.MatMul(dst, ws[i%copies], x, n)
 		i++
 	}
-	b.ReportMetric(float64(2*rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+	b.ReportMetric(float64(2*one.Rows*one.Cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 }
 
 // BenchmarkGEMMK runs the K-quant matmuls of every implementation on a

@@ -12,15 +12,21 @@ import "math"
 // dst[i] = (x[i]·scale)·w[i], each product rounded.
 func rmsNormGeneric(dst, x, w []float32, eps float32) {
 	x, w = x[:len(dst)], w[:len(dst)]
+	scale := rmsScale(x, eps)
+	for i, v := range x {
+		dst[i] = (v * scale) * w[i]
+	}
+}
+
+// rmsScale returns 1/sqrtf(mean(x²)+eps) as rmsNormGeneric's contract
+// computes it (every implementation's RMSNorm shares it).
+func rmsScale(x []float32, eps float32) float32 {
 	var sum float64
 	for _, v := range x {
 		sum += float64(v * v)
 	}
 	mean := float32(sum / float64(len(x)))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-	for i, v := range x {
-		dst[i] = (v * scale) * w[i]
-	}
+	return 1 / float32(math.Sqrt(float64(mean+eps)))
 }
 
 // softmaxGeneric normalises one row x in place.

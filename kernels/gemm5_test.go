@@ -162,30 +162,8 @@ func BenchmarkGEMMIssue5(b *testing.B) {
 	}
 }
 
-// benchGEMMIssue5 is benchGEMM on rawBlocks weights (any block size),
-// cycling through 64 MiB of copies for decode so that weights come from
-// memory.
+// benchGEMMIssue5 is benchGEMM on rawBlocks weights (any block size).
 func benchGEMMIssue5(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 	r := newRand(30)
-	one := rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r))
-	copies := 1
-	if n == 1 {
-		copies = max(1, (64<<20)/len(one.Data))
-	}
-	ws := make([]Weight, copies)
-	for i := range ws {
-		ws[i] = one
-		ws[i].Data = append([]byte(nil), one.Data...)
-	}
-	x := randVec(r, n*cols, 1)
-	dst := make([]float32, n*rows)
-	p := newPool(0, k)
-	defer p.Close()
-	b.SetBytes(int64(len(one.Data)))
-	i := 0
-	for b.Loop() {
-		p.MatMul(dst, ws[i%copies], x, n)
-		i++
-	}
-	b.ReportMetric(float64(2*rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+	benchMatMul(b, k, rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
 }

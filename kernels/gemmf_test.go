@@ -186,25 +186,7 @@ func BenchmarkFloatMatMul(b *testing.B) {
 					r := newRand(60)
 					const rows, cols = 1024, 2048
 					one := Weight{Type: typ, Data: floatRow(r, typ, floatInput(r, rows*cols, 1, false), 0, false), Rows: rows, Cols: cols}
-					copies := 1
-					if n == 1 {
-						copies = max(1, (64<<20)/len(one.Data))
-					}
-					ws := make([]Weight, copies)
-					for i := range ws {
-						ws[i] = one
-						ws[i].Data = append([]byte(nil), one.Data...)
-					}
-					x := randVec(r, n*cols, 1)
-					dst := make([]float32, n*rows)
-					p := newPool(0, k)
-					defer p.Close()
-					b.SetBytes(int64(len(one.Data)))
-					i := 0
-					for b.Loop() {
-						p.MatMul(dst, ws[i%copies], x, n)
-						i++
-					}
+					benchMatMul(b, k, one, randVec(r, n*cols, 1), n)
 				})
 			}
 		}

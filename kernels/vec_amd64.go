@@ -2,8 +2,6 @@
 
 package kernels
 
-import "math"
-
 // Wrappers of the generated float vector kernels (vec_amd64.s) with the
 // generic kernels' signatures and bounds checks. Block kernels cover whole
 // 16- or 64-element blocks; the tails run the generic scalar code, in the
@@ -67,85 +65,10 @@ func mulAVX(dst, x []float32) {
 // of squares is a float64 chain in index order either way.
 func rmsNormAVX(dst, x, w []float32, eps float32) {
 	x, w = x[:len(dst)], w[:len(dst)]
-	var sum float64
-	for _, v := range x {
-		sum += float64(v * v)
-	}
-	mean := float32(sum / float64(len(x)))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	scale := rmsScale(x, eps)
 	if len(dst) > 0 {
 		rmsScaleAVX512(&dst[0], &x[0], &w[0], len(dst), scale)
 	}
-}
-
-func siluAVX(dst, x []float32) {
-	x = x[:len(dst)]
-	full := len(dst) &^ 15
-	if full > 0 {
-		siluAVX512(&dst[0], &x[0], full)
-	}
-	for i := full; i < len(dst); i++ {
-		dst[i] = silu(x[i])
-	}
-}
-
-func swiGLUAVX(dst, gate, up []float32) {
-	gate, up = gate[:len(dst)], up[:len(dst)]
-	full := len(dst) &^ 15
-	if full > 0 {
-		swiGLUAVX512(&dst[0], &gate[0], &up[0], full)
-	}
-	for i := full; i < len(dst); i++ {
-		dst[i] = silu(gate[i]) * up[i]
-	}
-}
-
-func softmaxAVX(x []float32) {
-	if len(x) == 0 {
-		return
-	}
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	s := float32(1 / softmaxExpAVX(x, mx))
-	scaleF32AVX(x, s)
-}
-
-func softmaxExpAVX(x []float32, mx float32) float64 {
-	full := len(x) &^ 15
-	var sum float64
-	if full > 0 {
-		sum = softmaxExpAVX512(&x[0], full, mx)
-	}
-	for i := full; i < len(x); i++ {
-		x[i] = expf(x[i] - mx)
-		sum += float64(x[i])
-	}
-	return sum
-}
-
-func dotF32AVX(a, b []float32) float32 {
-	b = b[:len(a)]
-	np := len(a) &^ 63
-	var sum float32
-	if np > 0 {
-		sum = dotF32LanesAVX512(&a[0], &b[0], np)
-	}
-	return dotF32Tail(sum, a, func(i int) float32 { return b[i] }, np)
-}
-
-func dotF16AVX(a []float32, b []uint16) float32 {
-	b = b[:len(a)]
-	np := len(a) &^ 63
-	var s float64
-	if np > 0 {
-		s = float64(dotF16LanesAVX512(&a[0], &b[0], np))
-	}
-	for i := np; i < len(a); i++ {
-		s += float64(a[i] * f16Table[b[i]])
-	}
-	return float32(s)
 }
 
 func reduceLanesAVX(out, lanes []float32) {
