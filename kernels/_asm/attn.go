@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -15,6 +17,8 @@ func genAttn() {
 	genScoresF16()
 	genScaleRoundF16()
 	genValuesF16()
+	genValuesF16Reg(4)
+	genValuesF16Reg(8)
 }
 
 // genScoresF16: out[p] = float32(dotF16(q, K[offs[p]:][:hd]))·scale for
@@ -159,4 +163,72 @@ func valuesRow(name string, lanes, v, offs, p, hd reg.GPVirtual, wx reg.VecVirtu
 	VFMADD231PS(x, wz, acc)
 	VMOVUPS(acc, k, Mem{Base: dst})
 	Label(name + "_dend")
+}
+
+// genValuesF16Reg is genValuesF16 for hd = 16·dBlocks with the lanes held
+// in registers: the 64 lanes are taken L = 16/dBlocks at a time (L·dBlocks
+// = 16 accumulators), and for each such group the positions p ≡ lane
+// (mod 64) are added in increasing order, as in genValuesF16, so every
+// lane sees the same fused multiply-adds in the same order. A zero weight
+// leaves the lane unchanged (masked add; NaN weights are not zero).
+func genValuesF16Reg(dBlocks int) {
+	L := 16 / dBlocks
+	hd := 16 * dBlocks
+	name := fmt.Sprintf("valuesF16x%dAVX512", dBlocks)
+	TEXT(name, NOSPLIT, "func(lanes *float32, w *float32, v *uint16, offs *int, n int)")
+	Doc(fmt.Sprintf("%s is valuesF16AVX512 for hd = %d, accumulating %d lanes at a time in registers.", name, hd, L))
+	Pragma("noescape")
+	lanes, w, v, offs, n := loadGP("lanes"), loadGP("w"), loadGP("v"), loadGP("offs"), loadGP("n")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	zx := ZMM()
+	zero(zx)
+	g := GP64() // first lane of the group
+	XORQ(g, g)
+	Label(name + "_group")
+	acc := make([][]reg.VecVirtual, L)
+	row := GP64()
+	IMUL3Q(U32(4*hd), g, row)
+	ADDQ(lanes, row) // &lanes[g·hd]
+	for l := range L {
+		acc[l] = make([]reg.VecVirtual, dBlocks)
+		for d := range dBlocks {
+			acc[l][d] = ZMM()
+			VMOVUPS(Mem{Base: row, Disp: 4 * (l*hd + 16*d)}, acc[l][d])
+		}
+	}
+	p := GP64()
+	MOVQ(g, p)
+	Label(name + "_round")
+	for l := range L {
+		CMPQ(p, n)
+		JGE(LabelRef(name + "_store"))
+		off, wb, k := GP64(), ZMM(), K()
+		MOVQ(Mem{Base: offs, Index: p, Scale: 8}, off)
+		LEAQ(Mem{Base: v, Index: off, Scale: 2}, off)
+		VBROADCASTSS(Mem{Base: w, Index: p, Scale: 4}, wb)
+		VCMPPS(U8(4), zx, wb, k) // w ≠ 0 (unordered: NaN counts)
+		for d := range dBlocks {
+			x := ZMM()
+			VCVTPH2PS(Mem{Base: off, Disp: 32 * d}, x)
+			VFMADD231PS(x, wb, k, acc[l][d])
+		}
+		if l < L-1 {
+			INCQ(p)
+		}
+	}
+	ADDQ(U8(64-(L-1)), p)
+	JMP(LabelRef(name + "_round"))
+	Label(name + "_store")
+	for l := range L {
+		for d := range dBlocks {
+			VMOVUPS(acc[l][d], Mem{Base: row, Disp: 4 * (l*hd + 16*d)})
+		}
+	}
+	ADDQ(U8(L), g)
+	CMPQ(g, U8(64))
+	JL(LabelRef(name + "_group"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
 }

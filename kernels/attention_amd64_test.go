@@ -1,0 +1,50 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The register-resident value kernels equal the general one bit for bit,
+// lanes already holding values, with zero and NaN weights, infinite cache
+// values and every count of positions around the 64 lanes.
+func TestValuesF16Registers(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("no AVX-512 on this CPU") // the kernels are not selected here
+	}
+	r := newRand(70)
+	for _, hd := range []int{64, 128} {
+		for _, n := range []int{1, 3, 15, 16, 63, 64, 65, 127, 128, 129, 300} {
+			t.Run(fmt.Sprintf("hd%d/n%d", hd, n), func(t *testing.T) {
+				const stride = 3 // rows of KV heads between positions
+				v := make([]uint16, (n+2)*stride*hd)
+				for i := range v {
+					v[i] = F32ToF16(float32(r.NormFloat64()))
+				}
+				v[hd+5] = F32ToF16(float32(math.Inf(1)))
+				offs, w := make([]int, n), randVec(r, n, 1)
+				for p := range offs {
+					offs[p] = (p*stride+1)*hd + hd*(p%2) // misaligned rows, two heads
+					switch p % 7 {
+					case 2:
+						w[p] = 0
+					case 5:
+						w[p] = float32(math.NaN())
+					}
+				}
+				lanes := randVec(r, 64*hd, 1)
+				want := append([]float32(nil), lanes...)
+				valuesF16AVX512(&want[0], &w[0], &v[0], &offs[0], n, hd)
+				if hd == 64 {
+					valuesF16x4AVX512(&lanes[0], &w[0], &v[0], &offs[0], n)
+				} else {
+					valuesF16x8AVX512(&lanes[0], &w[0], &v[0], &offs[0], n)
+				}
+				checkSameF32(t, "lanes", lanes, want)
+			})
+		}
+	}
+}
