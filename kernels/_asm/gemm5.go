@@ -49,7 +49,7 @@ func (bt block5Type) tile() int {
 func genGemm5() {
 	for _, bt := range block5Types {
 		for a := 1; a <= bt.tile(); a++ {
-			g := &gemm5{bt: bt, na: a}
+			g := &gemm5{tile4: tile4{na: a, min: bt.min}, bt: bt}
 			g.gen()
 		}
 	}
@@ -57,19 +57,9 @@ func genGemm5() {
 
 // gemm5 emits one kernel.
 type gemm5 struct {
-	bt block5Type
-	na int
-
-	p    [4]reg.GPVirtual
-	off  reg.GPVirtual
-	act  strided
-	c10  reg.VecVirtual // bytes 0x10
-	lo   reg.VecVirtual
-	hi   reg.VecVirtual
-	dw   reg.VecVirtual
-	mw   reg.VecVirtual
-	acc  [][2]reg.VecPhysical
-	summ []reg.VecPhysical
+	tile4
+	bt  block5Type
+	c10 reg.VecVirtual // bytes 0x10
 }
 
 func (g *gemm5) name() string { return fmt.Sprintf("gemm%s_%d", g.bt.name, g.na) }
@@ -113,42 +103,6 @@ func (g *gemm5) gen() {
 	RET()
 }
 
-// rowPointers sets p[i] to weight row r+i, or to row r past the last row.
-func (g *gemm5) rowPointers(r reg.GPVirtual) {
-	w, rb, left := GP64(), GP64(), GP64()
-	Load(Param("w"), w)
-	Load(Param("rowBytes"), rb)
-	Load(Param("rows"), left)
-	SUBQ(r, left)
-	g.p[0] = GP64()
-	MOVQ(rb, g.p[0])
-	IMULQ(r, g.p[0])
-	ADDQ(w, g.p[0])
-	for i := 1; i < 4; i++ {
-		g.p[i] = GP64()
-		LEAQ(Mem{Base: g.p[i-1], Index: rb, Scale: 1}, g.p[i])
-		CMPQ(left, U8(i))
-		CMOVQLE(g.p[0], g.p[i])
-	}
-}
-
-func (g *gemm5) zeroAcc() {
-	g.acc = make([][2]reg.VecPhysical, g.na)
-	g.summ = nil
-	var pin pinned
-	for a := range g.na {
-		z := pin.zero(2)
-		g.acc[a] = [2]reg.VecPhysical{z[0], z[1]}
-		if g.bt.min {
-			g.summ = append(g.summ, pin.zero(1)[0])
-		}
-	}
-}
-
-func (g *gemm5) wmem(i, disp int) Mem {
-	return Mem{Base: g.p[i], Index: g.off, Scale: 1, Disp: disp}
-}
-
 // loadWeights fills lo, hi (unsigned 5-bit bytes, four rows) and the scales.
 func (g *gemm5) loadWeights() {
 	g.lo, g.hi = ZMM(), ZMM()
@@ -189,71 +143,9 @@ func (g *gemm5) loadWeights() {
 	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
 	g.dw = ZMM()
 	VPERMPS(s, idx, g.dw)
-	if g.bt.min {
+	if g.min {
 		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
 		g.mw = ZMM()
 		VPERMPS(s, idx, g.mw)
-	}
-}
-
-// accumulate adds the current block of activation row a.
-func (g *gemm5) accumulate(a int) {
-	il, ih := ZMM(), ZMM()
-	for h, i := range []reg.VecVirtual{il, ih} {
-		if g.bt.min {
-			zero(i)
-		} else {
-			VBROADCASTI32X4(g.act.at(a, recCorr+16*h), i)
-		}
-	}
-	y := ZMM()
-	VBROADCASTI32X4(g.act.at(a, recQS), y)
-	vpdpbusd(y, g.lo, il)
-	y = ZMM()
-	VBROADCASTI32X4(g.act.at(a, recQS+16), y)
-	vpdpbusd(y, g.hi, ih)
-	VCVTDQ2PS(il, il)
-	VCVTDQ2PS(ih, ih)
-	dd := ZMM()
-	VMULPS_BCST(g.act.at(a, recD), g.dw, dd) // dw·da, exact
-	VFMADD231PS(il, dd, g.acc[a][0])
-	VFMADD231PS(ih, dd, g.acc[a][1])
-	if g.bt.min {
-		VFMADD231PS_BCST(g.act.at(a, recS), g.mw.AsX(), g.summ[a].AsX())
-	}
-}
-
-// store reduces each activation row's lanes and writes the (up to four)
-// valid rows of results.
-func (g *gemm5) store(r reg.GPVirtual) {
-	k := K()
-	left, bits := GP64(), GP64()
-	Load(Param("rows"), left)
-	SUBQ(r, left)
-	MOVQ(U32(4), bits)
-	CMPQ(left, U8(4))
-	CMOVQGT(bits, left)
-	MOVQ(U32(0xF), bits)
-	BZHIQ(left, bits, bits)
-	KMOVW(bits.As32(), k)
-	dst := loadStrided("dst", "dstStride", g.na, 4)
-	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
-	if dst.base4 != nil {
-		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
-	}
-	idx := ZMM()
-	VMOVDQU32(constU32("permSum", 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), idx)
-	for a := range g.na {
-		t, u := ZMM(), ZMM()
-		VADDPS(g.acc[a][1], g.acc[a][0], t)
-		VPERMILPS(U8(0x4E), t, u)
-		VADDPS(u, t, t)
-		VPERMILPS(U8(0xB1), t, u)
-		VADDPS(u, t, t)
-		VPERMPS(t, idx, t)
-		if g.bt.min {
-			VADDPS(g.summ[a].AsX(), t.AsX(), t.AsX())
-		}
-		VMOVUPS(t.AsX(), k, dst.at(a, 0))
 	}
 }
