@@ -63,9 +63,10 @@ type gemmk struct {
 	act strided
 	q   [4]reg.VecVirtual // weight quants of the four 64-element steps
 	s   [4]reg.VecVirtual // their scales, [scale, 0] per dword
+	c4  reg.VecVirtual    // Q3_K: bytes 4
 	dw  reg.VecVirtual    // d of the weight block (lane 0)
-	dm  reg.VecVirtual    // dmin (lane 0), Q4_K and Q5_K
-	mn  reg.VecVirtual    // 8 mins as int16 (Q4_K, Q5_K); 16 scales as int16 (Q6_K)
+	dm  reg.VecVirtual    // dmin (lane 0), Q2_K, Q4_K and Q5_K
+	mn  reg.VecVirtual    // 8 mins as int16 (Q4_K, Q5_K); 16 mins (Q2_K) or scales (Q6_K) as int16
 	acc []reg.VecPhysical // (na) YMM float lanes
 	am  []reg.VecPhysical // (na) Q4_K: 4 float lanes of minimum terms; Q5_K: lane 0
 }
@@ -88,12 +89,16 @@ func (g *gemmk) gen() {
 	g.acc, g.am = nil, nil
 	for range g.na {
 		g.acc = append(g.acc, pin.zero(1)[0])
-		if g.kt.name != "Q6_K" {
+		if g.kt.name == "Q4_K" || g.kt.name == "Q5_K" {
 			g.am = append(g.am, pin.zero(1)[0])
 		}
 	}
 	g.act = loadStrided("act", "actStride", g.na, 1)
 	cnt := loadGP("nb")
+	if g.kt.name == "Q3_K" {
+		g.c4 = ZMM()
+		VPBROADCASTD(constU32("byte04", 0x04040404), g.c4)
+	}
 	Label(g.name() + "_blocks")
 	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
 	g.loadWeights()
@@ -137,6 +142,14 @@ func (g *gemmk) loadWeights() {
 		g.dw = g.f16At(208)
 		g.q6Weights()
 		g.q6Scales()
+	case "Q2_K":
+		g.dw, g.dm = g.f16At(80), g.f16At(82)
+		g.lowBits(16, nil)
+		g.q2Scales()
+	case "Q3_K":
+		g.dw = g.f16At(108)
+		g.lowBits(32, g.q3High())
+		g.q3Scales()
 	}
 }
 
@@ -286,6 +299,12 @@ func (g *gemmk) lanes(a int) reg.VecVirtual {
 		t := ZMM()
 		zero(t)
 		vpdpbusd(g.act.at(a, krecQS+64*c), g.q[c], t)
+		if g.kt.name == "Q3_K" {
+			u := ZMM()
+			zero(u)
+			vpdpbusd(g.act.at(a, krecQS+64*c), g.c4, u)
+			VPSUBD(u, t, t)
+		}
 		vpdpwssd(g.s[c], t, l)
 	}
 	y := YMM()
@@ -295,6 +314,10 @@ func (g *gemmk) lanes(a int) reg.VecVirtual {
 }
 
 func (g *gemmk) accumulate(a int) {
+	if g.kt.name == "Q2_K" || g.kt.name == "Q3_K" {
+		g.accumulate23(a)
+		return
+	}
 	y := g.lanes(a)
 	if g.kt.name == "Q6_K" {
 		// lanes[m] −= 32·(bs[2m]·sc[2m] + bs[2m+1]·sc[2m+1])

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
-
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// GEMM kernels for Q2_K and Q3_K against Q8_K activations, in gemmk's
+// GEMM kernels for Q2_K and Q3_K against Q8_K activations: gemmk kernels
 // layout (see gemmk.go): one weight row at a time, up to gemmKTile
 // activation rows per call, a ZMM holding 64 elements (steps c = 0..3) as
 // unsigned bytes, element e in int32 lane (e mod 32)/4 as VPDPBUSD groups
@@ -23,106 +21,20 @@ import (
 // generic order: Q2_K adds fma(−(da·dmin), mn[2m]·bs[2m] + mn[2m+1]·bs[2m+1],
 // acc[m]) first, then both add fma(dw·da, lanes, acc); dst = hsum8(acc).
 
-type k23Type struct {
-	name string
-	size int
-}
-
-var k23Types = []k23Type{{"Q2_K", 84}, {"Q3_K", 110}}
+var k23Types = []kType{{"Q2_K", 84}, {"Q3_K", 110}}
 
 func genKQ23() {
 	for _, kt := range k23Types {
 		for a := 1; a <= gemmKTile; a++ {
-			g := &kq23{kt: kt, na: a}
+			g := &gemmk{kt: kt, na: a}
 			g.gen()
 		}
 	}
 }
 
-type kq23 struct {
-	kt  k23Type
-	na  int
-	w   reg.GPVirtual
-	act strided
-	q   [4]reg.VecVirtual // unsigned quants of the four steps
-	s   [4]reg.VecVirtual // their scales, [scale, 0] per dword
-	c4  reg.VecVirtual    // Q3_K: bytes 4
-	dw  reg.VecVirtual    // d (lane 0)
-	dm  reg.VecVirtual    // Q2_K: dmin (lane 0)
-	mn  reg.VecVirtual    // Q2_K: 16 mins as int16
-	acc []reg.VecPhysical // (na) YMM float lanes
-}
-
-func (g *kq23) name() string { return fmt.Sprintf("gemm%s_%d", g.kt.name, g.na) }
-
-func (g *kq23) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of Q8_K records.", g.name(), g.kt.name, g.na))
-	Pragma("noescape")
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
-	g.w = GP64()
-	rb := loadGP("rowBytes")
-	IMULQ(r, rb)
-	Load(Param("w"), g.w)
-	ADDQ(rb, g.w)
-	var pin pinned
-	g.acc = nil
-	for range g.na {
-		g.acc = append(g.acc, pin.zero(1)[0])
-	}
-	g.act = loadStrided("act", "actStride", g.na, 1)
-	cnt := loadGP("nb")
-	if g.kt.name == "Q3_K" {
-		g.c4 = ZMM()
-		VPBROADCASTD(constU32("byte04", 0x04040404), g.c4)
-	}
-	Label(g.name() + "_blocks")
-	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
-	g.loadWeights()
-	for a := range g.na {
-		g.accumulate(a)
-	}
-	ADDQ(U32(g.kt.size), g.w)
-	g.act.advance(gemmKRec)
-	DECQ(cnt)
-	JNZ(LabelRef(g.name() + "_blocks"))
-	g.store(r)
-	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
-}
-
-// f16At loads the half at byte disp of the block as float32 in lane 0.
-func (g *kq23) f16At(disp int) reg.VecVirtual {
-	h := GP32()
-	MOVWLZX(Mem{Base: g.w, Disp: disp}, h)
-	x := XMM()
-	VMOVD(h, x)
-	VCVTPH2PS(x, x)
-	return x
-}
-
-func (g *kq23) loadWeights() {
-	switch g.kt.name {
-	case "Q2_K":
-		g.dw, g.dm = g.f16At(80), g.f16At(82)
-		g.lowBits(16, nil)
-		g.q2Scales()
-	case "Q3_K":
-		g.dw = g.f16At(108)
-		g.lowBits(32, g.q3High())
-		g.q3Scales()
-	}
-}
-
 // lowBits sets q[c] to the 2-bit quants of step c: elements 128k+32j+l =
 // (qs[32k+l] >> 2j) & 3 for the quants at byte off, ORing in hi[c] when set.
-func (g *kq23) lowBits(off int, hi []reg.VecVirtual) {
+func (g *gemmk) lowBits(off int, hi []reg.VecVirtual) {
 	m03 := constU32("byte03", 0x03030303)
 	for k := range 2 {
 		v, t := YMM(), YMM()
@@ -148,7 +60,7 @@ func (g *kq23) lowBits(off int, hi []reg.VecVirtual) {
 
 // q3High returns, per step c, 4 where bit 2c (first half) or 2c+1 (second
 // half) of hmask[l] is set.
-func (g *kq23) q3High() []reg.VecVirtual {
+func (g *gemmk) q3High() []reg.VecVirtual {
 	hm, h := YMM(), YMM()
 	VMOVDQU(Mem{Base: g.w}, hm)
 	VPSRLW(U8(1), hm, h)
@@ -172,7 +84,7 @@ func (g *kq23) q3High() []reg.VecVirtual {
 
 // q2Scales: bytes 0..15 hold scale (low nibble) and min (high nibble) of
 // the sixteen groups.
-func (g *kq23) q2Scales() {
+func (g *gemmk) q2Scales() {
 	b, lo := XMM(), XMM()
 	VMOVDQU(Mem{Base: g.w}, b)
 	m0F := constU32("nib0F", 0x0F0F0F0F)
@@ -183,12 +95,12 @@ func (g *kq23) q2Scales() {
 	VPMOVZXBW(b, g.mn)
 	scd := ZMM()
 	VPMOVZXBD(lo, scd) // [scale, 0]
-	g.stepScales(scd)
+	g.stepScales(scd, "permK16", func(c, i int) uint32 { return uint32(4*c + i/4) })
 }
 
 // q3Scales unpacks the twelve scale bytes (96..107) as decodeQ3K: sixteen
 // 6-bit values minus 32, signed.
-func (g *kq23) q3Scales() {
+func (g *gemmk) q3Scales() {
 	a0, a1, tmp, t, u := GP32(), GP32(), GP32(), GP32(), GP32()
 	MOVL(Mem{Base: g.w, Disp: 96}, a0)
 	MOVL(Mem{Base: g.w, Disp: 100}, a1)
@@ -233,46 +145,11 @@ func (g *kq23) q3Scales() {
 	VPMOVSXBW(x, w)
 	scd := ZMM()
 	VPMOVZXWD(w, scd) // [scale, 0]
-	g.stepScales(scd)
+	g.stepScales(scd, "permK16", func(c, i int) uint32 { return uint32(4*c + i/4) })
 }
 
-// stepScales fills s[c] so that dword i of step c takes group 4c + i/4.
-func (g *kq23) stepScales(scd reg.VecVirtual) {
-	for c := range 4 {
-		var vals []uint32
-		for i := range 16 {
-			vals = append(vals, uint32(4*c+i/4))
-		}
-		ix := ZMM()
-		VMOVDQU32(constU32(fmt.Sprintf("permK16_%d", c), vals...), ix)
-		g.s[c] = ZMM()
-		VPERMD(scd, ix, g.s[c])
-	}
-}
-
-// lanes returns the eight int32 lanes of activation row a's super-block.
-func (g *kq23) lanes(a int) reg.VecVirtual {
-	l := ZMM()
-	zero(l)
-	for c := range 4 {
-		t := ZMM()
-		zero(t)
-		vpdpbusd(g.act.at(a, krecQS+64*c), g.q[c], t)
-		if g.kt.name == "Q3_K" {
-			u := ZMM()
-			zero(u)
-			vpdpbusd(g.act.at(a, krecQS+64*c), g.c4, u)
-			VPSUBD(u, t, t)
-		}
-		vpdpwssd(g.s[c], t, l)
-	}
-	y := YMM()
-	VEXTRACTI64X4(U8(1), l, y)
-	VPADDD(y, l.AsY(), y)
-	return y
-}
-
-func (g *kq23) accumulate(a int) {
+// accumulate23 is accumulate for Q2_K and Q3_K.
+func (g *gemmk) accumulate23(a int) {
 	da := XMM()
 	VMOVSS(g.act.at(a, krecD), da)
 	if g.kt.name == "Q2_K" {
@@ -291,23 +168,4 @@ func (g *kq23) accumulate(a int) {
 	VMULSS(da, g.dw, d.AsX()) // f16(dw)·da
 	VBROADCASTSS(d.AsX(), d)
 	VFMADD231PS(y, d, g.acc[a].AsY())
-}
-
-// store writes hsum8(acc) of each activation row.
-func (g *kq23) store(r reg.GPVirtual) {
-	dst := loadStrided("dst", "dstStride", g.na, 4)
-	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
-	if dst.base4 != nil {
-		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
-	}
-	for a := range g.na {
-		t, u := XMM(), XMM()
-		VEXTRACTF32X4(U8(1), g.acc[a].AsY(), t)
-		VADDPS(t, g.acc[a].AsX(), t)
-		VPERMILPS(U8(0x4e), t, u)
-		VADDPS(u, t, t)
-		VPERMILPS(U8(0xb1), t, u)
-		VADDPS(u, t, t)
-		VMOVSS(t, dst.at(a, 0))
-	}
 }
