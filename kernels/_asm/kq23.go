@@ -7,7 +7,7 @@ import (
 )
 
 // GEMM kernels for Q2_K and Q3_K against Q8_K activations: gemmk kernels
-// layout (see gemmk.go): one weight row at a time, up to gemmKTile
+// (see gemmk.go) with the loaders below, one weight row at a time, up to gemmKTile
 // activation rows per call, a ZMM holding 64 elements (steps c = 0..3) as
 // unsigned bytes, element e in int32 lane (e mod 32)/4 as VPDPBUSD groups
 // them. Both types have sixteen 16-element groups: dword i of step c takes
