@@ -302,3 +302,26 @@ func TestLoopAbortsOnShutdown(t *testing.T) {
 	<-e.stopped
 	checkNoLeaks(t, e)
 }
+
+// Generated tokens are scored only when their logprobs are used: the same
+// greedy request gives the same tokens with and without logprobs, and a
+// cumulative logprob (the sum of the returned ones) only with them.
+func TestScoresOnlyWhenUsed(t *testing.T) {
+	e := newTestEngine(t, storiesPath, nil)
+	plain, scored := GreedyParams(16), GreedyParams(16)
+	scored.ReturnLogprobs = true
+	prompt := []int32{1, 403, 407, 261, 378}
+	outs := runAll(t, e, []Request{{PromptTokens: prompt, Params: plain}, {PromptTokens: prompt, Params: scored}})
+	a, b := outs[0].Outputs[0], outs[1].Outputs[0]
+	if !equalIDs(a.TokenIDs, b.TokenIDs) {
+		t.Fatalf("tokens %v without logprobs, %v with", a.TokenIDs, b.TokenIDs)
+	}
+	sum := 0.0
+	for _, lp := range b.Logprobs {
+		sum += float64(lp.Logprob)
+	}
+	if a.CumulativeLogprob != 0 || len(a.Logprobs) != 0 || b.CumulativeLogprob >= 0 || math.Abs(sum-b.CumulativeLogprob) > 1e-9 {
+		t.Fatalf("cumulative logprob %v without logprobs; %v with (returned logprobs sum to %v)",
+			a.CumulativeLogprob, b.CumulativeLogprob, sum)
+	}
+}
