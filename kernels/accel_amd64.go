@@ -96,7 +96,7 @@ func avx512() *impl {
 	k.gemm[gguf.BF16] = &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX, axpyF16AVX, axpyBF16AVX
-	k.madF16, k.scaleF16, k.scaleF32 = madF16AVX, scaleF16AVX, scaleF32AVX
+	k.madF16, k.scaleF16, k.scaleF32, k.toF16 = madF16AVX, scaleF16AVX, scaleF32AVX, toF16AVX
 	k.rmsNorm, k.softmax, k.softmaxExp = rmsNormAVX, v.Softmax, v.SoftmaxExp
 	k.silu, k.swiGLU, k.add, k.mul = v.SiLU, v.SwiGLU, addAVX, mulAVX
 	k.reduceLanes = reduceLanesAVX

@@ -54,10 +54,8 @@ func WriteKV(l *KVLayer, slots []int32, k, v []float32) {
 			copy(l.K32[off:off+stride], src)
 			copy(l.V32[off:off+stride], val)
 		case KVF16:
-			for j := range stride {
-				l.K16[off+j] = F32ToF16(src[j])
-				l.V16[off+j] = F32ToF16(val[j])
-			}
+			def.toF16(l.K16[off:off+stride], src)
+			def.toF16(l.V16[off:off+stride], val)
 		case KVBF16:
 			for j := range stride {
 				l.K16[off+j] = F32ToBF16(src[j])

@@ -72,6 +72,13 @@ func (j *attentionJob) token(ws *workerScratch, i, h int) {
 // query returns q rounded to the precision of typ, in ws.q.
 func (j *attentionJob) query(ws *workerScratch, q []float32, typ KVType) []float32 {
 	ws.q = grow(ws.q, len(q))
+	if typ == KVF16 { // through the halves: the vector conversion
+		ws.k16 = j.toF16(ws.k16, q)
+		for d, h := range ws.k16 {
+			ws.q[d] = f16Table[h]
+		}
+		return ws.q
+	}
 	for d, v := range q {
 		ws.q[d] = roundKV(typ, v)
 	}
@@ -126,7 +133,7 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 	for _, off := range ws.offs {
 		var s float32
 		if j.kv.Type == KVF32 {
-			ws.k16 = toF16(ws.k16, j.kv.K32[off:off+hd])
+			ws.k16 = j.toF16(ws.k16, j.kv.K32[off:off+hd])
 			s = j.k.dotF16(q, ws.k16) * j.a.Scale
 		} else {
 			s = j.score(q, off) * j.a.Scale
@@ -149,7 +156,7 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 		case KVBF16:
 			j.k.axpyB16(ws.acc, vs, j.kv.V16[off:off+hd])
 		default:
-			ws.k16 = toF16(ws.k16, j.kv.V32[off:off+hd])
+			ws.k16 = j.toF16(ws.k16, j.kv.V32[off:off+hd])
 			j.k.madF16(ws.acc16, vs, ws.k16)
 		}
 		sum = fma32(sum, ms, vs)
@@ -278,10 +285,8 @@ func (j *attentionJob) score(q []float32, off int) float32 {
 }
 
 // toF16 returns x rounded to half precision, in buf.
-func toF16(buf []uint16, x []float32) []uint16 {
+func (j *attentionJob) toF16(buf []uint16, x []float32) []uint16 {
 	buf = grow(buf, len(x))
-	for i, v := range x {
-		buf[i] = F32ToF16(v)
-	}
+	j.k.toF16(buf, x)
 	return buf
 }

@@ -33,6 +33,7 @@ type impl struct {
 	madF16   func(acc []uint16, a float32, x []uint16)
 	scaleF16 func(acc []uint16, a float32)
 	scaleF32 func(x []float32, a float32)
+	toF16    func(dst []uint16, x []float32) // dst[i] = F32ToF16(x[i])
 
 	rmsNorm func(dst, x, w []float32, eps float32)
 	softmax func(x []float32)
@@ -83,6 +84,7 @@ var generic = &impl{
 	axpyB16:     axpyBF16Generic,
 	madF16:      madF16Generic,
 	scaleF16:    scaleF16Generic,
+	toF16:       toF16Generic,
 	scaleF32:    scaleF32Generic,
 	rmsNorm:     rmsNormGeneric,
 	softmax:     softmaxGeneric,

@@ -206,3 +206,12 @@ func axpyBF16Generic(dst []float32, a float32, x []uint16) {
 		}
 	}
 }
+
+// toF16Generic sets dst[i] = F32ToF16(x[i]) (round to nearest even, as
+// F16C's VCVTPS2PH with rounding mode 0).
+func toF16Generic(dst []uint16, x []float32) {
+	x = x[:len(dst)]
+	for i, v := range x {
+		dst[i] = F32ToF16(v)
+	}
+}

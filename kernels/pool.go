@@ -59,7 +59,7 @@ type workerScratch struct {
 	lanes  []float32 // (64, headDim) AttnMatMul value accumulators, lane p mod 64
 	acc    []float32 // (headDim) AttnFlash accumulator, F32 and BF16 caches
 	acc16  []uint16  // (headDim) AttnFlash accumulator, F16 and F32 caches
-	k16    []uint16  // (headDim) AttnFlash: an F32 cache's K or V row rounded to F16
+	k16    []uint16  // (headDim) halves: the query being rounded to F16; AttnFlash: an F32 cache's K or V row
 }
 
 // NewPool starts a pool of threads workers (the caller counts as one).

@@ -41,6 +41,13 @@ func scaleF16AVX(acc []uint16, a float32) {
 	}
 }
 
+func toF16AVX(dst []uint16, x []float32) {
+	if len(dst) > 0 {
+		x = x[:len(dst)]
+		toF16AVX512(&dst[0], &x[0], len(dst))
+	}
+}
+
 func scaleF32AVX(x []float32, a float32) {
 	if len(x) > 0 {
 		scaleF32AVX512(&x[0], a, len(x))

@@ -182,6 +182,36 @@ scaleF16AVX512_done:
 	VZEROUPPER
 	RET
 
+// func toF16AVX512(dst *uint16, x *float32, n int)
+// Requires: AVX, AVX512F, BMI2
+TEXT ·toF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+
+toF16AVX512_loop:
+	CMPQ      DX, $0x10
+	JL        toF16AVX512_tail
+	VMOVUPS   (CX), Z0
+	VCVTPS2PH $0x00, Z0, (AX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000040, CX
+	SUBQ      $0x10, DX
+	JMP       toF16AVX512_loop
+
+toF16AVX512_tail:
+	TESTQ     DX, DX
+	JZ        toF16AVX512_done
+	MOVQ      $0x0000ffff, BX
+	BZHIQ     DX, BX, BX
+	KMOVW     BX, K1
+	VMOVUPS.Z (CX), K1, Z0
+	VCVTPS2PH $0x00, Z0, K1, (AX)
+
+toF16AVX512_done:
+	VZEROUPPER
+	RET
+
 // func scaleF32AVX512(dst *float32, a float32, n int)
 // Requires: AVX, AVX512F, BMI2, SSE
 TEXT ·scaleF32AVX512(SB), NOSPLIT, $0-24

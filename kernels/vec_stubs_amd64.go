@@ -29,6 +29,11 @@ func madF16AVX512(acc *uint16, a float32, x *uint16, n int)
 //go:noescape
 func scaleF16AVX512(acc *uint16, a float32, n int)
 
+// toF16AVX512 sets dst[i] = x[i] rounded to half precision (nearest even) for i < n.
+//
+//go:noescape
+func toF16AVX512(dst *uint16, x *float32, n int)
+
 // scaleF32AVX512 is the elementwise dst[i] *= a.
 //
 //go:noescape

@@ -160,6 +160,15 @@ var vecCases = []vecCase{
 		ok(t)
 		checkSameF16(t, "acc", got, want)
 	}},
+	{"toF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
+		x := specialVec(r, n, 1e4, sp) // past the half range too
+		want := make([]uint16, n)
+		generic.toF16(want, x)
+		got, ok := guarded(make([]uint16, n), off, nanF16)
+		k.toF16(got, x)
+		ok(t)
+		checkSameF16(t, "dst", got, want)
+	}},
 	{"scaleF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
 		want := append([]float32(nil), x...)

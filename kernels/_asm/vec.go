@@ -20,6 +20,7 @@ func genVec() {
 	genAxpy("axpyBF16AVX512", loadBF16)
 	genMadF16()
 	genScaleF16()
+	genToF16()
 	genBinary("scaleF32AVX512", false)
 	genBinary("addAVX512", true)
 	genBinary("mulAVX512", true)
@@ -182,6 +183,21 @@ func genScaleF16() {
 		loadF16.load(c.mem(), k, v)
 		VMULPS(a, v, v)
 		storeF16(v, k, c.mem())
+	})
+}
+
+// genToF16: dst[i] = f16(x[i]) (nearest even), dst half precision.
+func genToF16() {
+	name := "toF16AVX512"
+	TEXT(name, NOSPLIT, "func(dst *uint16, x *float32, n int)")
+	Doc(name + " sets dst[i] = x[i] rounded to half precision (nearest even) for i < n.")
+	Pragma("noescape")
+	d, xs := loadStream("dst", 2), loadStream("x", 4)
+	n := loadGP("n")
+	loop16(name, n, []stream{d, xs}, func(k reg.Register) {
+		v := ZMM()
+		loadF32.load(xs.mem(), k, v)
+		storeF16(v, k, d.mem())
 	})
 }
 
