@@ -13,8 +13,8 @@ type attnKernels struct {
 	scores func(q []float32, k []uint16, offs []int, scale float32, out []float32)
 	// round sets x[i] = roundF16(x[i]·a).
 	round func(x []float32, a float32)
-	// values adds w[p]·v[offs[p]:][:hd] into lanes[(p mod 64)·hd:] for
-	// every p with w[p] ≠ 0, as axpyF16.
+	// values sets lanes (64·hd) to zero, then adds w[p]·v[offs[p]:][:hd]
+	// into lanes[(p mod 64)·hd:] for every p with w[p] ≠ 0, as axpyF16.
 	values func(lanes, w []float32, v []uint16, offs []int, hd int)
 }
 
@@ -38,7 +38,7 @@ func (j *attentionJob) fastRound(p []float32, inv float32) bool {
 	return true
 }
 
-// fastValues accumulates the weighted values into ws.lanes.
+// fastValues sets ws.lanes to the accumulated weighted values.
 func (j *attentionJob) fastValues(ws *workerScratch, w []float32) bool {
 	if j.k.attn.values == nil || j.kv.Type != KVF16 {
 		return false

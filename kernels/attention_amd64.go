@@ -43,14 +43,16 @@ func valuesF16AVX(lanes, w []float32, v []uint16, offs []int, hd int) {
 	_ = lanes[:64*hd]
 	checkCacheRows(offs, hd, len(v)) // every row: the register kernels read all
 	if len(offs) == 0 || hd == 0 {
+		clear(lanes[:64*hd])
 		return
 	}
 	switch hd {
-	case 64: // the lanes in registers
+	case 64: // the lanes in registers, from zero
 		valuesF16x4AVX512(&lanes[0], &w[0], &v[0], &offs[0], len(offs))
 	case 128:
 		valuesF16x8AVX512(&lanes[0], &w[0], &v[0], &offs[0], len(offs))
 	default:
+		clear(lanes[:64*hd])
 		valuesF16AVX512(&lanes[0], &w[0], &v[0], &offs[0], len(offs), hd)
 	}
 }

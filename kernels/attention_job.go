@@ -213,12 +213,13 @@ func (j *attentionJob) matmul(ws *workerScratch, q, out []float32) {
 		}
 	}
 	ws.lanes = grow(ws.lanes, 64*hd)
-	clear(ws.lanes)
 	if j.kv.Type == KVBF16 {
+		clear(ws.lanes)
 		j.valuesBF16(ws, out)
 		return
 	}
 	if !j.fastValues(ws, sc) {
+		clear(ws.lanes)
 		for p, off := range ws.offs {
 			w := sc[p]
 			if w == 0 {

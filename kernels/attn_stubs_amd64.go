@@ -19,12 +19,12 @@ func scaleRoundF16AVX512(x *float32, n int, a float32)
 //go:noescape
 func valuesF16AVX512(lanes *float32, w *float32, v *uint16, offs *int, n int, hd int)
 
-// valuesF16x4AVX512 is valuesF16AVX512 for hd = 64, accumulating 4 lanes at a time in registers.
+// valuesF16x4AVX512 is valuesF16AVX512 for hd = 64 on zeroed lanes (it sets every lane), accumulating 4 lanes at a time in registers.
 //
 //go:noescape
 func valuesF16x4AVX512(lanes *float32, w *float32, v *uint16, offs *int, n int)
 
-// valuesF16x8AVX512 is valuesF16AVX512 for hd = 128, accumulating 2 lanes at a time in registers.
+// valuesF16x8AVX512 is valuesF16AVX512 for hd = 128 on zeroed lanes (it sets every lane), accumulating 2 lanes at a time in registers.
 //
 //go:noescape
 func valuesF16x8AVX512(lanes *float32, w *float32, v *uint16, offs *int, n int)

@@ -165,8 +165,8 @@ func valuesRow(name string, lanes, v, offs, p, hd reg.GPVirtual, wx reg.VecVirtu
 	Label(name + "_dend")
 }
 
-// genValuesF16Reg is genValuesF16 for hd = 16·dBlocks with the lanes held
-// in registers: the 64 lanes are taken L = 16/dBlocks at a time (L·dBlocks
+// genValuesF16Reg is genValuesF16 for hd = 16·dBlocks on lanes that start
+// at zero (it sets them rather than adds to them), held in registers: the 64 lanes are taken L = 16/dBlocks at a time (L·dBlocks
 // = 16 accumulators), and for each such group the positions p ≡ lane
 // (mod 64) are added in increasing order, as in genValuesF16, so every
 // lane sees the same fused multiply-adds in the same order. A zero weight
@@ -176,7 +176,7 @@ func genValuesF16Reg(dBlocks int) {
 	hd := 16 * dBlocks
 	name := fmt.Sprintf("valuesF16x%dAVX512", dBlocks)
 	TEXT(name, NOSPLIT, "func(lanes *float32, w *float32, v *uint16, offs *int, n int)")
-	Doc(fmt.Sprintf("%s is valuesF16AVX512 for hd = %d, accumulating %d lanes at a time in registers.", name, hd, L))
+	Doc(fmt.Sprintf("%s is valuesF16AVX512 for hd = %d on zeroed lanes (it sets every lane), accumulating %d lanes at a time in registers.", name, hd, L))
 	Pragma("noescape")
 	lanes, w, v, offs, n := loadGP("lanes"), loadGP("w"), loadGP("v"), loadGP("offs"), loadGP("n")
 	TESTQ(n, n)
@@ -194,7 +194,7 @@ func genValuesF16Reg(dBlocks int) {
 		acc[l] = make([]reg.VecVirtual, dBlocks)
 		for d := range dBlocks {
 			acc[l][d] = ZMM()
-			VMOVUPS(Mem{Base: row, Disp: 4 * (l*hd + 16*d)}, acc[l][d])
+			zero(acc[l][d])
 		}
 	}
 	p := GP64()
