@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -72,4 +73,23 @@ func TestAttentionSameAsGeneric(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A block table naming a block outside the cache panics with a clear
+// message on every implementation before any kernel reads a row.
+func TestAttentionBadBlockPanics(t *testing.T) {
+	for _, k := range implementations() {
+		t.Run(k.name, func(t *testing.T) {
+			p := newPool(1, k)
+			defer p.Close()
+			a, kv := sameAttnCase(newRand(52), KVF16, 64, 6, 2, 16, []int{40}, []int{1})
+			a.BlockTables[0][1] = int32(kv.Slots() / kv.BlockSize) // one past the last block
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "outside the cache") {
+					t.Fatalf("recovered %v, want a panic naming the block", r)
+				}
+			}()
+			p.Attention(a, kv)
+		})
+	}
 }

@@ -2,31 +2,13 @@
 
 package kernels
 
-import "fmt"
-
-// Wrappers of the generated attention kernels (attn_amd64.s). They check
-// that every cache row they will read lies in the cache, as the generic
-// code's slicing does (checkCacheRows).
-
-// checkCacheRows panics unless every row [off, off+hd) of offs lies within a
-// slice of n elements: one pass for the bounds, not a slice per row.
-func checkCacheRows(offs []int, hd, n int) {
-	if len(offs) == 0 {
-		return
-	}
-	lo, hi := offs[0], offs[0]
-	for _, off := range offs {
-		lo, hi = min(lo, off), max(hi, off)
-	}
-	if lo < 0 || hi > n-hd {
-		panic(fmt.Sprintf("kernels: cache rows [%d, %d) out of range [0, %d)", lo, hi+hd, n))
-	}
-}
+// Wrappers of the generated attention kernels (attn_amd64.s). The offsets
+// come from attentionJob.offsets, which checked every block id against the
+// cache: each row [off, off+hd) lies within k and v.
 
 func scoresF16AVX(q []float32, k []uint16, offs []int, scale float32, out []float32) {
 	hd := len(q)
 	out = out[:len(offs)]
-	checkCacheRows(offs, hd, len(k))
 	if len(offs) > 0 {
 		scoresF16AVX512(&q[0], &k[0], &offs[0], len(offs), hd, scale, &out[0])
 	}
@@ -41,7 +23,6 @@ func roundF16AVX(x []float32, a float32) {
 func valuesF16AVX(lanes, w []float32, v []uint16, offs []int, hd int) {
 	w = w[:len(offs)]
 	_ = lanes[:64*hd]
-	checkCacheRows(offs, hd, len(v)) // every row: the register kernels read all
 	if len(offs) == 0 || hd == 0 {
 		clear(lanes[:64*hd])
 		return

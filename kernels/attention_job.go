@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // attnTile is one query tile: tokens first ≤ i < end (at most AttnTile) of
 // sequence seq.
@@ -40,14 +43,20 @@ func (j *attentionJob) run(worker, task int) {
 }
 
 // offsets sets ws.offs to the cache offsets of positions 0..ctx−1 of the
-// sequence with block table table, for query head h, and returns them.
+// sequence with block table table, for query head h, and returns them. It
+// panics on a block id outside the cache, so that every row [off,
+// off+HeadDim) lies within K and V: the accelerated kernels rely on it.
 func (j *attentionJob) offsets(ws *workerScratch, table []int32, ctx, h int) []int {
 	kv := j.kv
 	hd, bs := kv.HeadDim, kv.BlockSize
 	stride := kv.KVHeads * hd
 	head := h / (j.a.Heads / kv.KVHeads) * hd
+	blocks := kv.Slots() / bs
 	ws.offs = grow(ws.offs, ctx)
 	for p, b := 0, 0; p < ctx; b++ {
+		if uint(table[b]) >= uint(blocks) { // every row read lies in the cache
+			panic(fmt.Sprintf("kernels: block %d of a table is %d, outside the cache's %d blocks", b, table[b], blocks))
+		}
 		base := int(table[b]) * bs
 		for o := 0; o < bs && p < ctx; o, p = o+1, p+1 {
 			ws.offs[p] = (base+o)*stride + head
