@@ -97,6 +97,7 @@ func avx512() *impl {
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX, axpyF16AVX, axpyBF16AVX
 	k.madF16, k.scaleF16, k.scaleF32, k.toF16 = madF16AVX, scaleF16AVX, scaleF32AVX, toF16AVX
+	k.rope = ropeAVX
 	k.rmsNorm, k.softmax, k.softmaxExp = rmsNormAVX, v.Softmax, v.SoftmaxExp
 	k.silu, k.swiGLU, k.add, k.mul = v.SiLU, v.SwiGLU, addAVX, mulAVX
 	k.reduceLanes = reduceLanesAVX

@@ -34,6 +34,7 @@ type impl struct {
 	scaleF16 func(acc []uint16, a float32)
 	scaleF32 func(x []float32, a float32)
 	toF16    func(dst []uint16, x []float32) // dst[i] = F32ToF16(x[i])
+	rope     func(v []float32, neox bool, cos, sin []float32)
 
 	rmsNorm func(dst, x, w []float32, eps float32)
 	softmax func(x []float32)
@@ -85,6 +86,7 @@ var generic = &impl{
 	madF16:      madF16Generic,
 	scaleF16:    scaleF16Generic,
 	toF16:       toF16Generic,
+	rope:        ropeGeneric,
 	scaleF32:    scaleF32Generic,
 	rmsNorm:     rmsNormGeneric,
 	softmax:     softmaxGeneric,

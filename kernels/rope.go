@@ -135,15 +135,23 @@ func (r *Rope) Apply(x []float32, headDim int, cos, sin []float32) {
 	half := d / 2
 	cos, sin = cos[:half], sin[:half]
 	for h := 0; h < len(x); h += headDim {
-		v := x[h : h+d]
-		for i := range half {
-			a, b := 2*i, 2*i+1
-			if r.c.NeoX {
-				a, b = i, i+half
-			}
-			x0, x1 := v[a], v[b]
-			v[a] = fma32(x0, cos[i], -float32(x1*sin[i]))
-			v[b] = fma32(x0, sin[i], float32(x1*cos[i]))
+		def.rope(x[h:h+d], r.c.NeoX, cos, sin)
+	}
+}
+
+// ropeGeneric rotates the pairs of one head's v (2·len(cos) values):
+// (v[i], v[i+half]) for NeoX, else (v[2i], v[2i+1]), by (cos[i], sin[i]),
+// with Apply's contract.
+func ropeGeneric(v []float32, neox bool, cos, sin []float32) {
+	half := len(cos)
+	v, sin = v[:2*half], sin[:half]
+	for i := range half {
+		a, b := 2*i, 2*i+1
+		if neox {
+			a, b = i, i+half
 		}
+		x0, x1 := v[a], v[b]
+		v[a] = fma32(x0, cos[i], -float32(x1*sin[i]))
+		v[b] = fma32(x0, sin[i], float32(x1*cos[i]))
 	}
 }

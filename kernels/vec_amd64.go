@@ -48,6 +48,20 @@ func toF16AVX(dst []uint16, x []float32) {
 	}
 }
 
+// ropeAVX is ropeGeneric.
+func ropeAVX(v []float32, neox bool, cos, sin []float32) {
+	half := len(cos)
+	if half == 0 {
+		return
+	}
+	v, sin = v[:2*half], sin[:half]
+	if neox {
+		ropeNeoXAVX512(&v[0], &v[half], &cos[0], &sin[0], half)
+	} else {
+		ropeNormAVX512(&v[0], &cos[0], &sin[0], half)
+	}
+}
+
 func scaleF32AVX(x []float32, a float32) {
 	if len(x) > 0 {
 		scaleF32AVX512(&x[0], a, len(x))

@@ -169,6 +169,19 @@ var vecCases = []vecCase{
 		ok(t)
 		checkSameF16(t, "dst", got, want)
 	}},
+	{"rope", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
+		half := n / 2
+		cos, sin := specialVec(r, half, 1, sp), specialVec(r, half, 1, sp)
+		for _, neox := range []bool{false, true} {
+			v := specialVec(r, 2*half, 3, sp)
+			want := append([]float32(nil), v...)
+			generic.rope(want, neox, cos, sin)
+			got, ok := guarded(v, off, nanF32)
+			k.rope(got, neox, cos, sin)
+			ok(t)
+			checkSameF32(t, fmt.Sprintf("neox=%v v", neox), got, want)
+		}
+	}},
 	{"scaleF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
 		want := append([]float32(nil), x...)

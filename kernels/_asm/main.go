@@ -36,6 +36,7 @@ var families = map[string]func(){
 	"gemmf":      genGemmF,
 	"vecavx2":    genVecAVX2,
 	"quantavx2":  genQuantAVX2,
+	"rope":       genRope,
 }
 
 func main() {
