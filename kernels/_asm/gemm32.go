@@ -206,24 +206,7 @@ func (g *gemm32) loadWeights() {
 			}
 		}
 	}
-	// Scales: the first dword of each row's block, as two halves [d, m or
-	// quants]: s = [d0 m0 d1 m1 d2 m2 d3 m3] as float32.
-	x := XMM()
-	VMOVD(g.wmem(0, 0), x)
-	for i := 1; i < 4; i++ {
-		VPINSRD(U8(i), g.wmem(i, 0), x, x)
-	}
-	s := ZMM()
-	VCVTPH2PS(x, s.AsY())
-	idx := ZMM()
-	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
-	g.dw = ZMM()
-	VPERMPS(s, idx, g.dw)
-	if g.min {
-		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
-		g.mw = ZMM()
-		VPERMPS(s, idx, g.mw)
-	}
+	g.loadScales()
 }
 
 // loadPacked is loadWeights for a packed group: one load per 64 quants,

@@ -131,21 +131,5 @@ func (g *gemm5) loadWeights() {
 	KMOVQ(b, khi)
 	VPADDB(g.c10, g.lo, klo, g.lo)
 	VPADDB(g.c10, g.hi, khi, g.hi)
-	// Scales: s = [d0 m0 d1 m1 d2 m2 d3 m3] as float32 (m: Q5_1 only).
-	sx := XMM()
-	VMOVD(g.wmem(0, 0), sx)
-	for i := 1; i < 4; i++ {
-		VPINSRD(U8(i), g.wmem(i, 0), sx, sx)
-	}
-	s := ZMM()
-	VCVTPH2PS(sx, s.AsY())
-	idx := ZMM()
-	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
-	g.dw = ZMM()
-	VPERMPS(s, idx, g.dw)
-	if g.min {
-		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
-		g.mw = ZMM()
-		VPERMPS(s, idx, g.mw)
-	}
+	g.loadScales()
 }

@@ -60,6 +60,27 @@ func (g *tile4) zeroAcc() {
 	}
 }
 
+// loadScales sets dw (and mw) from the first dword of each row's block,
+// two halves [d, m or quants]: s = [d0 m0 d1 m1 d2 m2 d3 m3] as float32.
+func (g *tile4) loadScales() {
+	x := XMM()
+	VMOVD(g.wmem(0, 0), x)
+	for i := 1; i < 4; i++ {
+		VPINSRD(U8(i), g.wmem(i, 0), x, x)
+	}
+	s := ZMM()
+	VCVTPH2PS(x, s.AsY())
+	idx := ZMM()
+	VMOVDQU32(constU32("permDW", 0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), idx)
+	g.dw = ZMM()
+	VPERMPS(s, idx, g.dw)
+	if g.min {
+		VMOVDQU32(constU32("permMW", 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), idx)
+		g.mw = ZMM()
+		VPERMPS(s, idx, g.mw)
+	}
+}
+
 // wmem addresses byte disp of the current block of weight row i.
 func (g *tile4) wmem(i, disp int) Mem {
 	return Mem{Base: g.p[i], Index: g.off, Scale: 1, Disp: disp}
