@@ -65,15 +65,9 @@ func TestGEMMIssue5SameAsGeneric(t *testing.T) {
 				for dist, mk := range scaleDists {
 					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
 						r := newRand(uint64(typ)*17 + uint64(threads))
-						for _, rows := range []int{1, 2, 3, 4, 5, 7, 9, 17} {
-							for _, nb := range []int{1, 2, 3, 6} {
-								cols := nb * bl
-								w := rawBlocks(r, typ, rows, cols, rows%4, mk(r))
-								for _, n := range []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13} {
-									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
-								}
-							}
-						}
+						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
+							return rawBlocks(r, typ, rows, cols, rows%4, mk(r))
+						}, []int{1, 2, 3, 4, 5, 7, 9, 17}, []int{bl, 2 * bl, 3 * bl, 6 * bl}, []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13})
 					})
 				}
 			}

@@ -114,14 +114,9 @@ func TestGEMM32SameAsGeneric(t *testing.T) {
 				for dist, mk := range scaleDists {
 					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
 						r := newRand(uint64(typ)*7 + uint64(threads))
-						for _, rows := range []int{1, 2, 3, 4, 5, 7, 9, 67} {
-							for _, cols := range []int{32, 64, 96, 320} {
-								w := rawBlocks32(r, typ, rows, cols, rows%4, mk(r))
-								for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 9} {
-									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
-								}
-							}
-						}
+						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
+							return rawBlocks32(r, typ, rows, cols, rows%4, mk(r))
+						}, []int{1, 2, 3, 4, 5, 7, 9, 67}, []int{32, 64, 96, 320}, []int{0, 1, 2, 3, 4, 5, 6, 9})
 					})
 				}
 			}
@@ -278,4 +273,18 @@ func TestGEMMKActBlocks(t *testing.T) {
 			})
 		}
 	})
+}
+
+// checkGEMMGrid checks MatMul on k against the generic one for every
+// weight shape of rows × cols (made by weight) and every token count of ns.
+func checkGEMMGrid(t *testing.T, k *impl, p *Pool, r *rand.Rand, weight func(rows, cols int) Weight, rows, cols, ns []int) {
+	t.Helper()
+	for _, nr := range rows {
+		for _, nc := range cols {
+			w := weight(nr, nc)
+			for _, n := range ns {
+				checkSameMatMul(t, k, p, w, randVec(r, n*nc, 1), n)
+			}
+		}
+	}
 }
