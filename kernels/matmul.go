@@ -12,14 +12,10 @@ import "fmt"
 //
 // It panics if the shapes disagree or w's type is unsupported; w should
 // have passed Validate.
+//
+// It is MatMulN with one product (one pool job, the same tasks).
 func (p *Pool) MatMul(dst []float32, w Weight, x []float32, n int) {
-	dot := checkMatMul(p.impl, dst, w, x, n)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mm = planMatmul(p.impl, &p.act, dot, dst, w, x, n, p.threads)
-	p.convert(&p.mm)
-	p.run(&p.mm, p.mm.tasks())
-	p.mm = matmulJob{}
+	p.MatMulN([]MatMulOut{{Dst: dst, W: w}}, x, n)
 }
 
 // MatMul is Pool.MatMul on the calling goroutine alone, with scratch

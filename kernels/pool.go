@@ -40,9 +40,7 @@ type Pool struct {
 	closed   bool
 
 	scratch []workerScratch // (threads) per-worker buffers
-	act     actRows         // MatMul: converted activations
-	mm      matmulJob
-	multi   multiJob // MatMulN
+	multi   multiJob        // MatMul, MatMulN
 	at      attentionJob
 }
 

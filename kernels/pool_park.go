@@ -80,17 +80,10 @@ func (p *Pool) join() bool {
 // await returns the first epoch different from seen, spinning for up to
 // spinTime and then parking.
 func (p *Pool) await(h *helper, seen uint64) uint64 {
-	var start time.Time
-	for i := 0; ; i++ {
+	var s spinner
+	for !s.expired() {
 		if e := p.epoch.Load(); e != seen {
 			return e
-		}
-		if i%spinCheck == spinCheck-1 {
-			if start.IsZero() {
-				start = time.Now()
-			} else if time.Since(start) > spinTime {
-				break
-			}
 		}
 	}
 	p.parkMu.Lock()
@@ -109,14 +102,30 @@ func (p *Pool) await(h *helper, seen uint64) uint64 {
 // left it, yielding the thread once it has waited for spinTime (a helper's
 // goroutine was descheduled: let it run).
 func (p *Pool) awaitHelpers() {
-	var start time.Time
-	for i := 0; p.state.Load() != jobClosed; i++ {
-		if i%spinCheck == spinCheck-1 {
-			if start.IsZero() {
-				start = time.Now()
-			} else if time.Since(start) > spinTime {
-				runtime.Gosched()
-			}
+	var s spinner
+	for p.state.Load() != jobClosed {
+		if s.expired() {
+			runtime.Gosched()
 		}
 	}
+}
+
+// spinner times a busy-wait: expired reports, once per poll, whether
+// spinTime has passed since the first clock read, reading the clock only
+// every spinCheck polls.
+type spinner struct {
+	polls int
+	start time.Time
+}
+
+func (s *spinner) expired() bool {
+	s.polls++
+	if s.polls%spinCheck != 0 {
+		return false
+	}
+	if s.start.IsZero() {
+		s.start = time.Now()
+		return false
+	}
+	return time.Since(s.start) > spinTime
 }

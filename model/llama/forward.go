@@ -68,7 +68,7 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 	}
 	if rows > 0 {
 		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
-		m.matMul(logits, m.output, s.gx, rows)
+		m.pool.MatMul(logits, m.output, s.gx, rows)
 	}
 	s.attn = kernels.Attention{}
 	return nil
@@ -121,7 +121,7 @@ func (m *Model) residual(ly *layer, x, att []float32, nr int) {
 	c, s := &m.cfg, &m.s
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
-	m.matMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
 	kernels.Add(x[:d], xb)
 	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
 	gate, up := s.gate[:h], s.up[:h]
@@ -129,13 +129,6 @@ func (m *Model) residual(ly *layer, x, att []float32, nr int) {
 	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
 	m.pool.MatMulN(s.mm[:2], xb, nr)
 	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
-	m.matMul(xb, ly.down, gate, nr)
+	m.pool.MatMul(xb, ly.down, gate, nr)
 	kernels.Add(x[:d], xb)
-}
-
-// matMul is Pool.MatMul through MatMulN, whose tasks suit one-token
-// products better.
-func (m *Model) matMul(dst []float32, w kernels.Weight, x []float32, n int) {
-	m.s.mm[0] = kernels.MatMulOut{Dst: dst, W: w}
-	m.pool.MatMulN(m.s.mm[:1], x, n)
 }
