@@ -7,8 +7,8 @@ import (
 )
 
 // Pool is a fixed set of worker goroutines, started once by NewPool, that
-// run the parallel kernels (MatMul by output rows, Attention by (token,
-// head)). No goroutine is started per call: a call publishes the job by
+// run the parallel kernels (MatMul by blocks of output and activation
+// rows, Attention by (query tile, head)). No goroutine is started per call: a call publishes the job by
 // bumping an epoch that idle helpers spin on for a while (spinTime) before
 // they park on a condition variable, the caller works too, and tasks are
 // claimed from a shared counter; the caller then spins until every helper
