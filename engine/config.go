@@ -27,6 +27,7 @@ type Config struct {
 	Preemption          sched.PreemptionMode
 	Threads             int  // 0: all cores
 	FlashAttention      bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
+	NoRepack            bool // llama.cpp's plain arithmetic for Q4_0 weights (see model.LoadOptions)
 	// EnforceEager runs every step without captured plans.
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.

@@ -84,7 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads, FlashAttention: cfg.FlashAttention})
+	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads, FlashAttention: cfg.FlashAttention, NoRepack: cfg.NoRepack})
 	if err != nil {
 		return nil, err
 	}

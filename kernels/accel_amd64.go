@@ -50,6 +50,7 @@ func avx2() *impl {
 	k.gemm[gguf.Q4_0] = &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3, gemmQ4_0_avx2_4}}
 	k.gemm[gguf.Q4_1] = &blockGEMM{tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3, gemmQ4_1_avx2_4}}
 	k.gemm[gguf.Q8_0] = &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3, gemmQ8_0_avx2_4}}
+	k.gemmR = gemmRAVX2
 	// float vector kernels and float-weight dot products (vecavx2_amd64.go)
 	v := isaAVX2
 	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = v.DotF32W, v.DotF16W, v.DotBF16W
@@ -80,6 +81,7 @@ func avx512() *impl {
 		gemmQ8_0_1, gemmQ8_0_2, gemmQ8_0_3, gemmQ8_0_4, gemmQ8_0_5, gemmQ8_0_6, gemmQ8_0_7, gemmQ8_0_8},
 		packed: []gemmFunc{
 			gemmQ8_0p_1, gemmQ8_0p_2, gemmQ8_0p_3, gemmQ8_0p_4, gemmQ8_0p_5, gemmQ8_0p_6, gemmQ8_0p_7, gemmQ8_0p_8}}
+	k.gemmR = gemmRAVX2
 	k.gemm[gguf.Q4_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ4_K_1, gemmQ4_K_2, gemmQ4_K_3, gemmQ4_K_4, gemmQ4_K_5, gemmQ4_K_6}}
 	k.gemm[gguf.Q5_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}}
 	k.gemm[gguf.Q6_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}}
@@ -107,3 +109,7 @@ func avx512() *impl {
 	k.records = q.Records
 	return &k
 }
+
+// gemmRAVX2 multiplies repacked Q4_0 weights (AVX2 kernels: the same on
+// AVX-512 machines, whose extra width the 8-row groups would not fill).
+var gemmRAVX2 = &blockGEMM{rq: true, tiles: []gemmFunc{gemmRQ4_0_1, gemmRQ4_0_2, gemmRQ4_0_3, gemmRQ4_0_4}}

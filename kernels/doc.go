@@ -32,6 +32,10 @@
 //     elements; K-quants add once per 256-element super-block), reduced by
 //     hsum8 = ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)); minimum terms as each
 //     type's ggml kernel (dot_generic.go, kquant_generic.go).
+//   - Repacked Q4_0 (Repack; llama.cpp's default on x86 with AVX2, where it
+//     repacks Q4_0 matrices of a multiple of 8 rows): per (row, token),
+//     block by block, dst = fma(float(exact block dot), dw·da, dst), as
+//     ggml_gemv/gemm_q4_0_8x8_q8_0 (repack.go).
 //   - F32/F16 rows (F16 and F32 weights, attention scores and values):
 //     ggml_vec_dot_f32/f16 with AVX-512, 64 lanes (lane i mod 64) reduced by
 //     reduce64; BF16: VDPBF16PS's pairwise layout (dotBF16Generic).

@@ -42,6 +42,27 @@ type blockGEMM struct {
 	bias   int32      // 32-element types: unsigned re-biasing of the quants (0: none)
 	kq     bool       // K-quant: Q8_K activations in gemmKRec records
 	float  bool       // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
+	rq     bool       // repacked Q4_0: gemmRRec records, weights in groups of repackRows
+}
+
+// gemmFor returns the accelerated kernel k multiplies w with, or nil.
+func (k *impl) gemmFor(w Weight) *blockGEMM {
+	if w.repack {
+		if w.repacked == nil {
+			return nil
+		}
+		return k.gemmR
+	}
+	return k.gemm[w.Type]
+}
+
+// dotFor returns the row-by-row product k multiplies w with where no
+// accelerated kernel does.
+func (k *impl) dotFor(w Weight) func([]byte, *actRow) float32 {
+	if w.repack {
+		return dotQ4_0RGeneric
+	}
+	return k.dot[w.Type]
 }
 
 // recordSize returns the block length and record size of g's activations.
@@ -51,6 +72,9 @@ func (g *blockGEMM) recordSize() (block, size int) {
 	}
 	if g.kq {
 		return 256, gemmKRec
+	}
+	if g.rq {
+		return 32, gemmRRec
 	}
 	return 32, gemm32Rec
 }
@@ -128,7 +152,11 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	rows, nb := j.w.Rows, j.w.Cols/block
 	stride := nb * size
 	tiles, w, wb := j.gemm.tiles, &j.w.Data[r0*j.rowBytes], j.rowBytes
-	if j.w.packed != nil && j.gemm.packed != nil && r0%4 == 0 {
+	if j.gemm.rq {
+		// Groups of repackRows (planMatmul makes r0 a multiple).
+		wb = nb * repackBlock
+		w = &j.w.repacked[r0/repackRows*wb]
+	} else if j.w.packed != nil && j.gemm.packed != nil && r0%4 == 0 {
 		// Groups of four rows (newMatmulJob makes r0 a multiple of four).
 		wb = 4 * j.rowBytes
 		tiles, w = j.gemm.packed, &j.w.packed[r0/4*wb]

@@ -75,6 +75,18 @@ func benchPackedAB(b *testing.B, typ gguf.Type, rows, cols, n, threads int) {
 // GOP per second of the thread's CPU time, which time-slicing on a shared
 // machine does not inflate.
 func BenchmarkGEMMPrefillShapes(b *testing.B) {
+	for _, layout := range []struct {
+		name string
+		prep func(*impl, Weight) Weight
+	}{{"packed", pack}, {"repacked", repack}} {
+		b.Run(layout.name, func(b *testing.B) { benchPrefillShapes(b, layout.prep) })
+	}
+}
+
+// benchPrefillShapes times 512-token Q4_0 prefills of TinyLlama's matrix
+// shapes on one thread, with weights prepared by prep (plain arithmetic
+// on packed rows, or llama.cpp's repacked arithmetic).
+func benchPrefillShapes(b *testing.B, prep func(*impl, Weight) Weight) {
 	shapes := []struct{ rows, cols int }{{2048, 2048}, {5632, 2048}, {2048, 5632}, {256, 2048}}
 	const n = 512
 	r := newRand(30)
@@ -82,7 +94,7 @@ func BenchmarkGEMMPrefillShapes(b *testing.B) {
 	xs := make([][]float32, len(shapes))
 	dsts := make([][]float32, len(shapes))
 	for i, s := range shapes {
-		ws[i] = pack(def, rawBlocks32(r, gguf.Q4_0, s.rows, s.cols, 0, scaleDists["normal"](r)))
+		ws[i] = prep(def, rawBlocks32(r, gguf.Q4_0, s.rows, s.cols, 0, scaleDists["normal"](r)))
 		xs[i] = randVec(r, n*s.cols, 1)
 		dsts[i] = make([]float32, n*s.rows)
 	}

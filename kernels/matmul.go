@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"pagoda/gguf"
+)
 
 // MatMul computes dst = x · wᵀ: dst (n, w.Rows), x (n, w.Cols), both row
 // major. Each row of x is first converted to w's activation format (see the
@@ -64,7 +68,7 @@ func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst 
 // and, for the tiled kernels, of activation rows (see actBlock).
 func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
 	act.layout(actKindOf(w.Type), n, w.Cols)
-	g := k.gemm[w.Type]
+	g := k.gemmFor(w)
 	apt, blocks := 0, 16*threads // activation rows per task, row blocks
 	if g != nil {
 		apt = g.actBlock(w.Cols)
@@ -76,7 +80,10 @@ func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []
 	if g != nil && !g.float {
 		block, size := g.recordSize()
 		act.rec = grow(act.rec, n*(w.Cols/block*size))
-		if !g.kq {
+		switch {
+		case g.rq:
+			rpt = (rpt + repackRows - 1) / repackRows * repackRows
+		case !g.kq:
 			rpt = (rpt + 3) &^ 3
 		}
 	}
@@ -92,6 +99,8 @@ func (j *matmulJob) convert(t0, t1 int) {
 	case g == nil || g.float: // the kernels read act.f
 	case g.kq:
 		j.act.recordsKRows(t0, t1)
+	case g.rq:
+		j.act.recordsRRows(t0, t1)
 	default:
 		j.act.records32Rows(j.k, g.bias, t0, t1)
 	}
@@ -112,14 +121,14 @@ func (g *blockGEMM) actBlock(cols int) int {
 }
 
 func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]byte, *actRow) float32 {
-	if int(w.Type) >= numTypes || k.dot[w.Type] == nil {
+	if int(w.Type) >= numTypes || k.dot[w.Type] == nil || w.repack && w.Type != gguf.Q4_0 {
 		panic(fmt.Sprintf("kernels: MatMul on unsupported weight type %v", w.Type))
 	}
 	if n < 0 || len(dst) != n*w.Rows || len(x) != n*w.Cols || len(w.Data) != w.Rows*w.RowBytes() {
 		panic(fmt.Sprintf("kernels: MatMul shapes: dst %d, x %d for n=%d and a %d×%d %v weight of %d bytes",
 			len(dst), len(x), n, w.Rows, w.Cols, w.Type, len(w.Data)))
 	}
-	return k.dot[w.Type]
+	return k.dotFor(w)
 }
 
 // matmulJob: task t computes output rows [r·rowsPerTask, (r+1)·rowsPerTask)

@@ -1,7 +1,5 @@
 package kernels
 
-import "pagoda/gguf"
-
 // MatMulOut is one product of a MatMulN call: Dst = x · Wᵀ, Dst (n, W.Rows).
 type MatMulOut struct {
 	Dst []float32
@@ -64,7 +62,7 @@ func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
 	total := 0
 	for i := range outs {
 		o := &outs[i]
-		dot := k.dot[o.W.Type]
+		dot := k.dotFor(o.W)
 		g := m.group(k, outs, i)
 		if g < 0 {
 			g = len(m.owner)
@@ -93,7 +91,7 @@ func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
 // read, or −1 if it needs its own conversion.
 func (m *multiJob) group(k *impl, outs []MatMulOut, i int) int {
 	for g, o := range m.owner {
-		if samePrep(k, outs[o].W.Type, outs[i].W.Type) {
+		if samePrep(k, outs[o].W, outs[i].W) {
 			return g
 		}
 	}
@@ -119,19 +117,16 @@ func (m *multiJob) run(worker, task int) {
 	}
 }
 
-// samePrep reports whether weights of types a and b read identically
+// samePrep reports whether weights a and b read identically
 // converted activations: the same activation kind, and the same records
 // for the accelerated kernels (or none for either).
-func samePrep(k *impl, a, b gguf.Type) bool {
-	if a == b {
-		return true
-	}
-	if actKindOf(a) != actKindOf(b) {
+func samePrep(k *impl, a, b Weight) bool {
+	if actKindOf(a.Type) != actKindOf(b.Type) {
 		return false
 	}
-	ga, gb := k.gemm[a], k.gemm[b]
+	ga, gb := k.gemmFor(a), k.gemmFor(b)
 	if ga == nil || gb == nil {
 		return ga == nil && gb == nil
 	}
-	return ga.kq == gb.kq && ga.bias == gb.bias
+	return ga == gb || ga.kq == gb.kq && ga.rq == gb.rq && ga.bias == gb.bias
 }

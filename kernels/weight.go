@@ -23,6 +23,12 @@ type Weight struct {
 	// layout of the accelerated kernels (see Pack); nil when absent. It
 	// holds the same values, so results never depend on it.
 	packed []byte
+
+	// repack selects llama.cpp's repacked arithmetic (see Repack);
+	// repacked is the interleaved copy the accelerated kernels read, nil
+	// when the implementation has none (the generic dot reads Data).
+	repack   bool
+	repacked []byte
 }
 
 // Pack returns w with a copy of its rows interleaved in groups of four, the

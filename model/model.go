@@ -105,6 +105,11 @@ type LoadOptions struct {
 	// as llama-cpp-python runs it). Both are exact reproductions; they
 	// round differently.
 	FlashAttention bool
+	// NoRepack keeps every matmul weight in llama.cpp's plain vec_dot
+	// arithmetic (llama.cpp's --no-repack). By default Q4_0 matrices that
+	// llama.cpp repacks are multiplied with its repacked arithmetic, as
+	// llama.cpp does on x86 machines with AVX2 (kernels.Repack).
+	NoRepack bool
 }
 
 // Reserver is implemented by models that can size their activation

@@ -28,6 +28,7 @@ type latencyFlags struct {
 	outputJSON string
 	cpuProfile string
 	seed       uint64
+	noRepack   bool
 }
 
 // latencyResult is one row of the report.
@@ -101,6 +102,7 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	var f latencyFlags
 	fs.StringVar(&f.model, "model", defaultModelPath(), "path to a GGUF model file")
 	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
+	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of each test")
 	fs.IntVar(&f.pp, "pp", 512, "prompt tokens of the prefill test")
 	fs.IntVar(&f.tg, "tg", 128, "generated tokens of the decode test")
@@ -162,7 +164,7 @@ func readCost(path string) (modelCost, error) {
 
 // latencyRuns loads the model on threads threads and runs every test.
 func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
-	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads})
+	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads, NoRepack: f.noRepack})
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ type serveFlags struct {
 	shutdownTimeout                   secondsFlag
 	kvDtype, preemption, chatTemplate string
 	enforceEager                      bool
+	noRepack                          bool
 	bucketing                         bucket.Options
 }
 
@@ -69,6 +70,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
+	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic instead of its repacked one (llama.cpp's --no-repack)")
 	f.bucketing = d.Bucketing
 	f.bucketing.RegisterFlags(fs)
 }
@@ -140,7 +142,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.BlockSize, cfg.KVCacheMemory, cfg.SwapSpace = f.blockSize, int64(f.kvMemory), int64(f.swapSpace)
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
-	cfg.EnforceEager, cfg.Bucketing = f.enforceEager, f.bucketing
+	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack = f.enforceEager, f.bucketing, f.noRepack
 	dtype := f.kvDtype
 	if dtype == "auto" {
 		dtype = "f16"

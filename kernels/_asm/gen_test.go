@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -49,24 +48,4 @@ func TestGeneratedUpToDate(t *testing.T) {
 // header, which names the -out and -stubs paths.
 func normalize(b []byte, dir string) []byte {
 	return []byte(strings.ReplaceAll(string(b), dir+"/", ""))
-}
-
-// TestAVX2KernelsAreVEX: the AVX2 kernels must run on CPUs without
-// AVX-512, so they may only use registers 0..15 of 128/256 bits (VEX
-// encodings) and no mask registers; avo allocates the lowest registers
-// first, and this fails if a kernel ever needs more than 16.
-func TestAVX2KernelsAreVEX(t *testing.T) {
-	b, err := os.ReadFile("../gemm32avx2_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	evex := regexp.MustCompile(`\b([XY](1[6-9]|2[0-9]|3[01])|Z[0-9]+|K[0-7])\b|\.BCST`)
-	for i, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "//") {
-			continue
-		}
-		if m := evex.FindString(line); m != "" {
-			t.Fatalf("line %d uses %s (AVX-512): %s", i+1, m, line)
-		}
-	}
 }

@@ -37,6 +37,7 @@ var families = map[string]func(){
 	"vecavx2":    genVecAVX2,
 	"quantavx2":  genQuantAVX2,
 	"rope":       genRope,
+	"gemmr":      genGemmR,
 }
 
 func main() {

@@ -16,7 +16,7 @@ import (
 func init() {
 	for arch := range archs {
 		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
-			opt := Options{Threads: o.Threads}
+			opt := Options{Threads: o.Threads, NoRepack: o.NoRepack}
 			if o.FlashAttention {
 				opt.Attention = kernels.AttnFlash
 			}
@@ -35,6 +35,9 @@ type Options struct {
 	// kernels.AttnFlash (llama-server's default; the stories260K
 	// references).
 	Attention kernels.AttnMode
+	// NoRepack keeps Q4_0 matrices in llama.cpp's plain arithmetic
+	// instead of its repacked one (see packWeights).
+	NoRepack bool
 }
 
 // layer holds one transformer block's weights. Matrices are slices of the
@@ -82,7 +85,8 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 	m.embd = t.matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
 	m.outNorm = t.vector("output_norm.weight", cfg.Dim)
 	m.output = m.embd
-	if _, ok := f.TensorInfo("output.weight"); ok {
+	_, untied := f.TensorInfo("output.weight")
+	if untied {
 		m.output = t.matrix("output.weight", cfg.VocabSize, cfg.Dim)
 	}
 	for i := range cfg.Layers {
@@ -95,7 +99,7 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	m.packWeights()
+	m.packWeights(!opt.NoRepack, untied)
 	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
@@ -117,14 +121,29 @@ func (t *tensors) fail(name, format string, args ...any) {
 }
 
 // packWeights gives the matrices the accelerated matmul kernels' packed
-// layout (kernels.Pack: a heap copy of each, identical results). The token
-// embeddings keep only their file layout unless they double as the output.
-func (m *Model) packWeights() {
-	m.output = kernels.Pack(m.output)
+// layout (kernels.Pack: a heap copy of each, identical results). With
+// repack, the matrices llama.cpp repacks (Q4_0, kernels.Repack) take its
+// repacked arithmetic and layout instead, as in llama.cpp's default
+// configuration; like llama.cpp, the token embeddings are never repacked,
+// even when they double as the output.
+func (m *Model) packWeights(repack, untied bool) {
+	pack := func(w kernels.Weight) kernels.Weight {
+		if repack {
+			if r := kernels.Repack(w); r.Repacked() {
+				return r
+			}
+		}
+		return kernels.Pack(w)
+	}
+	if untied {
+		m.output = pack(m.output)
+	} else {
+		m.output = kernels.Pack(m.output)
+	}
 	for i := range m.layers {
 		l := &m.layers[i]
 		for _, w := range []*kernels.Weight{&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down} {
-			*w = kernels.Pack(*w)
+			*w = pack(*w)
 		}
 	}
 }

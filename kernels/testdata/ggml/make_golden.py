@@ -3,7 +3,7 @@
 bit-exact tests (kernels/golden_test.go).
 
     pip install llama-cpp-python==0.3.36   # built on the AVX-512 machine
-    python3 kernels/testdata/ggml/make_golden.py kernels/testdata/ggml
+    python3 kernels/testdata/ggml/make_golden.py kernels/testdata/ggml [GROUP...]
 
 It calls the functions llama.cpp itself runs (libggml-cpu of llama-cpp-python,
 glibc 2.36's libm) on seeded random inputs. Files are little-endian records:
@@ -18,6 +18,10 @@ glibc 2.36's libm) on seeded random inputs. Files are little-endian records:
   sincosf.bin           n u32, x[n] f32, (sinf, cosf)[n] f32
   expf.bin              n u32, x[n] f32, expf(x)[n] f32
   powf.bin              records of base, exponent, powf f32
+  repack_q4_0.bin       rows, n, tokens u32, Q4_0 weight rows quantized by ggml,
+                        x[tokens][n] f32, then ggml_gemv_q4_0_8x8_q8_0 (token by
+                        token) and ggml_gemm_q4_0_8x8_q8_0 (four at a time) outputs
+                        [tokens][rows] f32: llama.cpp's repacked (CPU_REPACK) path
 """
 import ctypes, os, struct, sys
 import numpy as np
@@ -208,7 +212,58 @@ def libm(out):
     write(out, "expf.bin", [struct.pack("<I", len(e)) + e.tobytes() + ev.tobytes()])
 
 
+def repacked(out):
+    """llama.cpp's repacked Q4_0 path: the weights interleaved as
+    make_block_q4_0x8 does (8 rows, 8-byte chunks, nibbles xor 0x88), the
+    activations quantized by quantize_row_q8_0 (gemv) and by the 4-row
+    ggml_quantize_mat_t<8, Q8_0> (gemm). Its own generator keeps the other
+    files' streams unchanged."""
+    r = np.random.default_rng(20261124)
+    g.quantize_row_q4_0.argtypes = [P, P, ctypes.c_int64]
+    qmat = getattr(g, "_Z19ggml_quantize_mat_tILl8EL9ggml_type8EEvPKfPvll")
+    qmat.argtypes = [P, P, ctypes.c_int64, ctypes.c_int64]
+    sig = [ctypes.c_int, P, ctypes.c_size_t, P, P, ctypes.c_int, ctypes.c_int]
+    g.ggml_gemv_q4_0_8x8_q8_0.argtypes = sig
+    g.ggml_gemm_q4_0_8x8_q8_0.argtypes = sig
+    recs = []
+    for rows, n, nt, scale in [(8, 64, 4, 1.0), (16, 256, 8, 0.02), (24, 256, 4, 300.0),
+                               (48, 2048, 8, 1.0), (40, 576, 4, 3e4)]:
+        nb = n // 32
+        w = (r.standard_normal(rows * n) * 0.05).astype(np.float32)
+        x = (r.standard_normal(nt * n) * scale).astype(np.float32)
+        x[r.integers(0, nt * n, 4)] *= 40
+        wq = np.zeros(rows * nb * 18, np.uint8)
+        for i in range(rows):
+            g.quantize_row_q4_0(ptr(w[i * n:]), ptr(wq[i * nb * 18:]), n)
+        blocks = wq.reshape(rows, nb, 18)
+        rp = np.zeros((rows // 8, nb, 144), np.uint8)
+        for gi in range(rows // 8):
+            for b in range(nb):
+                for i in range(8):
+                    rp[gi, b, 2 * i:2 * i + 2] = blocks[8 * gi + i, b, :2]
+                for i in range(16):
+                    src = blocks[8 * gi + i % 8, b, 2 + (i // 8) * 8:2 + (i // 8) * 8 + 8]
+                    rp[gi, b, 16 + 8 * i:24 + 8 * i] = src ^ 0x88
+        gv = np.zeros((nt, rows), np.float32)
+        for t in range(nt):
+            xq = np.zeros(nb * 34, np.uint8)
+            g.quantize_row_q8_0(ptr(x[t * n:]), ptr(xq), n)
+            g.ggml_gemv_q4_0_8x8_q8_0(n, ptr(gv[t]), rows, ptr(rp), ptr(xq), 1, rows)
+        gm = np.zeros((nt, rows), np.float32)
+        xq4 = np.zeros(nt // 4 * nb * 136, np.uint8)
+        for t in range(0, nt, 4):
+            qmat(ptr(x[t * n:]), ptr(xq4[t // 4 * nb * 136:]), 4, n)
+        g.ggml_gemm_q4_0_8x8_q8_0(n, ptr(gm), rows, ptr(rp), ptr(xq4), nt, rows)
+        recs.append(struct.pack("<III", rows, n, nt) + wq.tobytes() + x.tobytes() + gv.tobytes() + gm.tobytes())
+    write(out, "repack_q4_0.bin", recs)
+
+
 if __name__ == "__main__":
-    out = sys.argv[1]
+    # make_golden.py DIR [GROUP...]: every group, or only those named. The
+    # vec_dot and reduction files need an AVX-512 build (their lane layouts
+    # are AVX-512's); repacked's arithmetic is the same with AVX2.
+    out, only = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
-    dots(out); softmax(out); silu(out); quant(out); qdots(out); f16conv(out); libm(out)
+    for f in (dots, softmax, silu, quant, qdots, f16conv, libm, repacked):
+        if not only or f.__name__ in only:
+            f(out)
