@@ -2,12 +2,15 @@
 
 package kernels
 
-// The probes use the AVX-512 kernels when the CPU has them, else the
-// portable Go loops.
+// The probes use the AVX-512 kernels when the CPU has them, else the AVX2
+// ones, else the portable Go loops.
 
 func readProbe(b []byte) uint64 {
 	if hasAVX512() && len(b) >= 512 {
 		return readBWAVX512(&b[0], len(b)&^511)
+	}
+	if hasAVX2() && len(b) >= 512 {
+		return readBWAVX2(&b[0], len(b)&^511)
 	}
 	return readGo(b)
 }
@@ -16,12 +19,18 @@ func fmaProbe(iters int) uint32 {
 	if hasAVX512() && iters > 0 {
 		return peakFMAAVX512(iters)
 	}
+	if hasAVX2() && iters > 0 {
+		return peakFMAAVX2(iters)
+	}
 	return fmaGo(iters)
 }
 
 func dotProbe(iters int) uint32 {
 	if hasAVX512() && iters > 0 {
 		return peakDotAVX512(iters)
+	}
+	if hasAVX2() && iters > 0 {
+		return peakDotAVX2(iters)
 	}
 	return dotGo(iters)
 }

@@ -14,3 +14,14 @@ func peakFMAAVX512(iters int) uint32
 
 // peakDotAVX512 runs iters rounds of 16 independent 512-bit instructions (a throughput probe).
 func peakDotAVX512(iters int) uint32
+
+// readBWAVX2 returns the XOR of the 64-bit words of p[:n], n a positive multiple of 512: a memory read bandwidth probe (AVX2).
+//
+//go:noescape
+func readBWAVX2(p *byte, n int) uint64
+
+// peakFMAAVX2 runs iters rounds of 32 independent-enough 256-bit instructions (a throughput probe, AVX2).
+func peakFMAAVX2(iters int) uint32
+
+// peakDotAVX2 runs iters rounds of 32 independent-enough 256-bit instructions (a throughput probe, AVX2).
+func peakDotAVX2(iters int) uint32
