@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func readBWAVX512(p *byte, n int) uint64
-// Requires: AVX, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512F, AVX512VL
 TEXT ·readBWAVX512(SB), NOSPLIT, $0-24
 	MOVQ   p+0(FP), AX
 	MOVQ   n+8(FP), CX
@@ -19,7 +19,7 @@ TEXT ·readBWAVX512(SB), NOSPLIT, $0-24
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-readbw_loop:
+readBWAVX512_loop:
 	VPXORQ        (AX), Z0, Z0
 	VPXORQ        64(AX), Z1, Z1
 	VPXORQ        128(AX), Z2, Z2
@@ -30,7 +30,7 @@ readbw_loop:
 	VPXORQ        448(AX), Z7, Z7
 	ADDQ          $0x00000200, AX
 	DECQ          CX
-	JNZ           readbw_loop
+	JNZ           readBWAVX512_loop
 	VPXORQ        Z1, Z0, Z0
 	VPXORQ        Z2, Z0, Z0
 	VPXORQ        Z3, Z0, Z0
@@ -40,12 +40,63 @@ readbw_loop:
 	VPXORQ        Z7, Z0, Z0
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPXORQ        Y1, Y0, Y1
-	VEXTRACTI32X4 $0x01, Y1, X0
-	VPXORQ        X0, X1, X0
+	VEXTRACTI128  $0x01, Y1, X0
+	VPXOR         X0, X1, X0
 	VPEXTRQ       $0x01, X0, AX
 	VMOVQ         X0, CX
 	XORQ          CX, AX
 	MOVQ          AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func readBWAVX2(p *byte, n int) uint64
+// Requires: AVX, AVX2
+TEXT ·readBWAVX2(SB), NOSPLIT, $0-24
+	MOVQ  p+0(FP), AX
+	MOVQ  n+8(FP), CX
+	SHRQ  $0x09, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+readBWAVX2_loop:
+	VPXOR        (AX), Y0, Y0
+	VPXOR        32(AX), Y1, Y1
+	VPXOR        64(AX), Y2, Y2
+	VPXOR        96(AX), Y3, Y3
+	VPXOR        128(AX), Y4, Y4
+	VPXOR        160(AX), Y5, Y5
+	VPXOR        192(AX), Y6, Y6
+	VPXOR        224(AX), Y7, Y7
+	VPXOR        256(AX), Y0, Y0
+	VPXOR        288(AX), Y1, Y1
+	VPXOR        320(AX), Y2, Y2
+	VPXOR        352(AX), Y3, Y3
+	VPXOR        384(AX), Y4, Y4
+	VPXOR        416(AX), Y5, Y5
+	VPXOR        448(AX), Y6, Y6
+	VPXOR        480(AX), Y7, Y7
+	ADDQ         $0x00000200, AX
+	DECQ         CX
+	JNZ          readBWAVX2_loop
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y2, Y0, Y0
+	VPXOR        Y3, Y0, Y0
+	VPXOR        Y4, Y0, Y0
+	VPXOR        Y5, Y0, Y0
+	VPXOR        Y6, Y0, Y0
+	VPXOR        Y7, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPXOR        X1, X0, X1
+	VPEXTRQ      $0x01, X1, AX
+	VMOVQ        X1, CX
+	XORQ         CX, AX
+	MOVQ         AX, ret+16(FP)
 	VZEROUPPER
 	RET
 
@@ -90,21 +141,21 @@ peakFMAAVX512_loop:
 	VFMADD231PS Z0, Z0, Z16
 	DECQ        AX
 	JNZ         peakFMAAVX512_loop
-	VPXORD      Z2, Z1, Z1
-	VPXORD      Z3, Z1, Z1
-	VPXORD      Z4, Z1, Z1
-	VPXORD      Z5, Z1, Z1
-	VPXORD      Z6, Z1, Z1
-	VPXORD      Z7, Z1, Z1
-	VPXORD      Z8, Z1, Z1
-	VPXORD      Z9, Z1, Z1
-	VPXORD      Z10, Z1, Z1
-	VPXORD      Z11, Z1, Z1
-	VPXORD      Z12, Z1, Z1
-	VPXORD      Z13, Z1, Z1
-	VPXORD      Z14, Z1, Z1
-	VPXORD      Z15, Z1, Z1
-	VPXORD      Z16, Z1, Z1
+	VPXORQ      Z2, Z1, Z1
+	VPXORQ      Z3, Z1, Z1
+	VPXORQ      Z4, Z1, Z1
+	VPXORQ      Z5, Z1, Z1
+	VPXORQ      Z6, Z1, Z1
+	VPXORQ      Z7, Z1, Z1
+	VPXORQ      Z8, Z1, Z1
+	VPXORQ      Z9, Z1, Z1
+	VPXORQ      Z10, Z1, Z1
+	VPXORQ      Z11, Z1, Z1
+	VPXORQ      Z12, Z1, Z1
+	VPXORQ      Z13, Z1, Z1
+	VPXORQ      Z14, Z1, Z1
+	VPXORQ      Z15, Z1, Z1
+	VPXORQ      Z16, Z1, Z1
 	VMOVD       X1, AX
 	MOVL        AX, ret+8(FP)
 	VZEROUPPER
@@ -154,74 +205,23 @@ peakDotAVX512_loop:
 	VPDPBUSD Z0, Z0, Z16
 	DECQ     AX
 	JNZ      peakDotAVX512_loop
-	VPXORD   Z2, Z1, Z1
-	VPXORD   Z3, Z1, Z1
-	VPXORD   Z4, Z1, Z1
-	VPXORD   Z5, Z1, Z1
-	VPXORD   Z6, Z1, Z1
-	VPXORD   Z7, Z1, Z1
-	VPXORD   Z8, Z1, Z1
-	VPXORD   Z9, Z1, Z1
-	VPXORD   Z10, Z1, Z1
-	VPXORD   Z11, Z1, Z1
-	VPXORD   Z12, Z1, Z1
-	VPXORD   Z13, Z1, Z1
-	VPXORD   Z14, Z1, Z1
-	VPXORD   Z15, Z1, Z1
-	VPXORD   Z16, Z1, Z1
+	VPXORQ   Z2, Z1, Z1
+	VPXORQ   Z3, Z1, Z1
+	VPXORQ   Z4, Z1, Z1
+	VPXORQ   Z5, Z1, Z1
+	VPXORQ   Z6, Z1, Z1
+	VPXORQ   Z7, Z1, Z1
+	VPXORQ   Z8, Z1, Z1
+	VPXORQ   Z9, Z1, Z1
+	VPXORQ   Z10, Z1, Z1
+	VPXORQ   Z11, Z1, Z1
+	VPXORQ   Z12, Z1, Z1
+	VPXORQ   Z13, Z1, Z1
+	VPXORQ   Z14, Z1, Z1
+	VPXORQ   Z15, Z1, Z1
+	VPXORQ   Z16, Z1, Z1
 	VMOVD    X1, AX
 	MOVL     AX, ret+8(FP)
-	VZEROUPPER
-	RET
-
-// func readBWAVX2(p *byte, n int) uint64
-// Requires: AVX, AVX2
-TEXT ·readBWAVX2(SB), NOSPLIT, $0-24
-	MOVQ  p+0(FP), AX
-	MOVQ  n+8(FP), CX
-	SHRQ  $0x09, CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-
-readbw2_loop:
-	VPXOR        (AX), Y0, Y0
-	VPXOR        32(AX), Y1, Y1
-	VPXOR        64(AX), Y2, Y2
-	VPXOR        96(AX), Y3, Y3
-	VPXOR        128(AX), Y4, Y4
-	VPXOR        160(AX), Y5, Y5
-	VPXOR        192(AX), Y6, Y6
-	VPXOR        224(AX), Y7, Y7
-	VPXOR        256(AX), Y0, Y0
-	VPXOR        288(AX), Y1, Y1
-	VPXOR        320(AX), Y2, Y2
-	VPXOR        352(AX), Y3, Y3
-	VPXOR        384(AX), Y4, Y4
-	VPXOR        416(AX), Y5, Y5
-	VPXOR        448(AX), Y6, Y6
-	VPXOR        480(AX), Y7, Y7
-	ADDQ         $0x00000200, AX
-	DECQ         CX
-	JNZ          readbw2_loop
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y2, Y0, Y0
-	VPXOR        Y3, Y0, Y0
-	VPXOR        Y4, Y0, Y0
-	VPXOR        Y5, Y0, Y0
-	VPXOR        Y6, Y0, Y0
-	VPXOR        Y7, Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPXOR        X1, X0, X1
-	VPEXTRQ      $0x01, X1, AX
-	VMOVQ        X1, CX
-	XORQ         CX, AX
-	MOVQ         AX, ret+16(FP)
 	VZEROUPPER
 	RET
 

@@ -9,19 +9,19 @@ package kernels
 //go:noescape
 func readBWAVX512(p *byte, n int) uint64
 
-// peakFMAAVX512 runs iters rounds of 16 independent 512-bit instructions (a throughput probe).
-func peakFMAAVX512(iters int) uint32
-
-// peakDotAVX512 runs iters rounds of 16 independent 512-bit instructions (a throughput probe).
-func peakDotAVX512(iters int) uint32
-
-// readBWAVX2 returns the XOR of the 64-bit words of p[:n], n a positive multiple of 512: a memory read bandwidth probe (AVX2).
+// readBWAVX2 returns the XOR of the 64-bit words of p[:n], n a positive multiple of 512: a memory read bandwidth probe.
 //
 //go:noescape
 func readBWAVX2(p *byte, n int) uint64
 
-// peakFMAAVX2 runs iters rounds of 32 independent-enough 256-bit instructions (a throughput probe, AVX2).
+// peakFMAAVX512 runs iters rounds of the work of 16 independent 512-bit instructions (a throughput probe).
+func peakFMAAVX512(iters int) uint32
+
+// peakDotAVX512 runs iters rounds of the work of 16 independent 512-bit instructions (a throughput probe).
+func peakDotAVX512(iters int) uint32
+
+// peakFMAAVX2 runs iters rounds of the work of 16 independent 512-bit instructions (a throughput probe).
 func peakFMAAVX2(iters int) uint32
 
-// peakDotAVX2 runs iters rounds of 32 independent-enough 256-bit instructions (a throughput probe, AVX2).
+// peakDotAVX2 runs iters rounds of the work of 16 independent 512-bit instructions (a throughput probe).
 func peakDotAVX2(iters int) uint32
