@@ -59,6 +59,8 @@ func avx2() *impl {
 	k.madF16, k.scaleF16, k.scaleF32 = madF16AVX2w, scaleF16AVX2w, scaleF32AVX2w
 	k.rmsNorm, k.add, k.mul = rmsNormAVX2, addAVX2w, mulAVX2w
 	k.reduceLanes = reduceLanesAVX2w
+	k.attn = attnKernels{scores: scoresF16AVX2w, round: roundF16AVX2w, values: valuesF16AVX2w}
+	k.toF16 = toF16AVX2w
 	k.silu, k.swiGLU, k.softmax, k.softmaxExp = v.SiLU, v.SwiGLU, v.Softmax, v.SoftmaxExp
 	q := quantAVX2
 	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K

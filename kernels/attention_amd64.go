@@ -37,3 +37,50 @@ func valuesF16AVX(lanes, w []float32, v []uint16, offs []int, hd int) {
 		valuesF16AVX512(&lanes[0], &w[0], &v[0], &offs[0], len(offs), hd)
 	}
 }
+
+func scoresF16AVX2w(q []float32, k []uint16, offs []int, scale float32, out []float32) {
+	hd := len(q)
+	out = out[:len(offs)]
+	if len(offs) > 0 {
+		scoresF16AVX2(&q[0], &k[0], &offs[0], len(offs), hd, scale, &out[0])
+	}
+}
+
+func roundF16AVX2w(x []float32, a float32) {
+	n := len(x) &^ 7
+	if n > 0 {
+		scaleRoundF16AVX2(&x[0], n, a)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = roundF16(x[i] * a)
+	}
+}
+
+func valuesF16AVX2w(lanes, w []float32, v []uint16, offs []int, hd int) {
+	w = w[:len(offs)]
+	lanes = lanes[:64*hd]
+	clear(lanes)
+	if len(offs) == 0 || hd == 0 {
+		return
+	}
+	if hd%8 == 0 {
+		valuesF16AVX2(&lanes[0], &w[0], &v[0], &offs[0], len(offs), hd)
+		return
+	}
+	for p, off := range offs {
+		if w[p] != 0 {
+			axpyF16AVX2w(lanes[p%64*hd:][:hd], w[p], v[off:off+hd])
+		}
+	}
+}
+
+func toF16AVX2w(dst []uint16, x []float32) {
+	x = x[:len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		toF16AVX2(&dst[0], &x[0], n)
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = F32ToF16(x[i])
+	}
+}

@@ -38,6 +38,7 @@ var families = map[string]func(){
 	"quantavx2":  genQuantAVX2,
 	"rope":       genRope,
 	"gemmr":      genGemmR,
+	"attnavx2":   genAttnAVX2,
 }
 
 func main() {

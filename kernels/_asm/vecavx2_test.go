@@ -12,7 +12,7 @@ import (
 // no broadcasts, no EVEX-only instructions. avo allocates the lowest
 // registers first, so this fails if a kernel ever needs more than 16.
 func TestAVX2IsVEX(t *testing.T) {
-	for _, f := range []string{"../vecavx2_amd64.s", "../quantavx2_amd64.s", "../gemm32avx2_amd64.s", "../gemmr_amd64.s"} {
+	for _, f := range []string{"../vecavx2_amd64.s", "../quantavx2_amd64.s", "../gemm32avx2_amd64.s", "../gemmr_amd64.s", "../attnavx2_amd64.s"} {
 		checkVEX(t, f)
 	}
 }
