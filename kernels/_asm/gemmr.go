@@ -41,7 +41,7 @@ const (
 	recRSum     = 32
 	recRD       = 36
 	gemmRRec    = 40
-	gemmRTile   = 4
+	gemmRTile   = 5
 	repackRows  = 8
 	repackBlock = repackRows * 18
 )
@@ -118,6 +118,9 @@ func (g *gemmR) gen() {
 	JNZ(LabelRef(name + "_blocks"))
 	dst := loadStrided("dst", "dstStride", g.na, 4)
 	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
 	for a := range g.na {
 		VMOVUPS(acc[a], dst.at(a, 0))
 	}
