@@ -5,59 +5,157 @@
 #include "textflag.h"
 
 // func gemmQ4_0_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ4_0_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_1_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), BX
-	MOVQ   nb+40(FP), BX
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	LEAQ    (CX)(DX*1), DI
+	CMPQ    BX, $0x02
+	CMOVQLE SI, DI
+	LEAQ    (DI)(DX*1), DX
+	CMPQ    BX, $0x03
+	CMOVQLE SI, DX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    act+24(FP), BX
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R8
+	XORQ    R8, R8
+	MOVQ    nb+40(FP), R9
 
 gemmQ4_0_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), X2
-	VPSRLW       $0x04, X2, X1
-	VINSERTI128  $0x01, X1, Y2, Y1
-	VPAND        nib0F_avx2<>+0(SB), Y1, Y1
-	VMOVD        (CX), X2
-	VCVTPH2PS    X2, X2
-	VBROADCASTSS X2, Y3
-	VMOVDQU      ones16_avx2<>+0(SB), Y4
-	VMOVDQU      (DX), Y5
-	VPMADDUBSW   Y5, Y1, Y1
-	VPMADDWD     Y4, Y1, Y1
-	VPADDD       32(DX), Y1, Y1
-	VCVTDQ2PS    Y1, Y1
-	VBROADCASTSS 64(DX), Y4
-	VMULPS       Y3, Y4, Y4
-	VFMADD231PS  Y1, Y4, Y0
-	ADDQ         $0x00000012, CX
-	ADDQ         $0x00000048, DX
-	DECQ         BX
+	PREFETCHT0   4096(SI)(R8*1)
+	PREFETCHT0   4096(CX)(R8*1)
+	PREFETCHT0   4096(DI)(R8*1)
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(SI)(R8*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (SI)(R8*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (BX), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(BX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y0
+	VMOVDQU      2(CX)(R8*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (CX)(R8*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (BX), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(BX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y1
+	VMOVDQU      2(DI)(R8*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (DI)(R8*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (BX), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(BX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y2
+	VMOVDQU      2(DX)(R8*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (DX)(R8*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (BX), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(BX), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y3
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000048, BX
+	DECQ         R9
 	JNZ          gemmQ4_0_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VPERMILPS    $0x4e, X1, X0
-	VADDPS       X0, X1, X1
-	VPERMILPS    $0xb1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSS       X1, (CX)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ4_0_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSS       X4, (CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x01
+	JLE          gemmQ4_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x02
+	JLE          gemmQ4_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 8(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x03
+	JLE          gemmQ4_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 12(CX)
+
+gemmQ4_0_avx2_1_stored:
+	ADDQ $0x04, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ4_0_avx2_1_rows
 	VZEROUPPER
 	RET
 
@@ -82,64 +180,96 @@ DATA ones16_avx2<>+28(SB)/4, $0x00010001
 GLOBL ones16_avx2<>(SB), RODATA|NOPTR, $32
 
 // func gemmQ4_0_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ4_0_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_2_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    act+24(FP), DX
+	MOVQ    actStride+32(FP), BX
+	LEAQ    (BX)(BX*2), DI
+	XORQ    DI, DI
+	MOVQ    nb+40(FP), R8
 
 gemmQ4_0_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), X3
-	VPSRLW       $0x04, X3, X2
-	VINSERTI128  $0x01, X2, Y3, Y2
-	VPAND        nib0F_avx2<>+0(SB), Y2, Y2
-	VMOVD        (CX), X3
-	VCVTPH2PS    X3, X3
-	VBROADCASTSS X3, Y4
-	VMOVDQU      ones16_avx2<>+0(SB), Y5
-	VMOVDQU      (DX), Y6
-	VPMADDUBSW   Y6, Y2, Y6
-	VPMADDWD     Y5, Y6, Y6
-	VPADDD       32(DX), Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(DX), Y7
-	VMULPS       Y4, Y7, Y7
-	VFMADD231PS  Y6, Y7, Y0
-	VMOVDQU      (DX)(BX*1), Y6
-	VPMADDUBSW   Y6, Y2, Y2
-	VPMADDWD     Y5, Y2, Y2
-	VPADDD       32(DX)(BX*1), Y2, Y2
-	VCVTDQ2PS    Y2, Y2
-	VBROADCASTSS 64(DX)(BX*1), Y5
-	VMULPS       Y4, Y5, Y5
-	VFMADD231PS  Y2, Y5, Y1
-	ADDQ         $0x00000012, CX
+	PREFETCHT0   4096(SI)(DI*1)
+	PREFETCHT0   4096(CX)(DI*1)
+	VMOVDQU      2(SI)(DI*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (SI)(DI*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (DX), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(DX), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VMOVDQU      (DX)(BX*1), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(DX)(BX*1), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(DX)(BX*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y1
+	VMOVDQU      2(CX)(DI*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (CX)(DI*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVDQU      (DX), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(DX), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y2
+	VMOVDQU      (DX)(BX*1), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(DX)(BX*1), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(DX)(BX*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y3
+	ADDQ         $0x00000012, DI
 	ADDQ         $0x00000048, DX
-	DECQ         SI
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VPERMILPS    $0x4e, X2, X0
-	VADDPS       X0, X2, X2
-	VPERMILPS    $0xb1, X2, X0
-	VADDPS       X0, X2, X2
-	VMOVSS       X2, (CX)
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSS       X4, (CX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -147,10 +277,30 @@ gemmQ4_0_avx2_2_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ4_0_avx2_2_rows
+	MOVQ         rows+16(FP), BX
+	SUBQ         AX, BX
+	CMPQ         BX, $0x01
+	JLE          gemmQ4_0_avx2_2_stored
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)(DX*1)
+
+gemmQ4_0_avx2_2_stored:
+	ADDQ $0x02, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ4_0_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -160,55 +310,57 @@ TEXT ·gemmQ4_0_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_3_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
 
 gemmQ4_0_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), X4
+	PREFETCHT0   4096(DX)(SI*1)
+	VMOVDQU      2(DX)(SI*1), X4
 	VPSRLW       $0x04, X4, X3
 	VINSERTI128  $0x01, X3, Y4, Y3
 	VPAND        nib0F_avx2<>+0(SB), Y3, Y3
-	VMOVD        (CX), X4
+	VMOVD        (DX)(SI*1), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y5
-	VMOVDQU      ones16_avx2<>+0(SB), Y6
-	VMOVDQU      (DX), Y7
-	VPMADDUBSW   Y7, Y3, Y7
-	VPMADDWD     Y6, Y7, Y7
-	VPADDD       32(DX), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y5, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (DX)(BX*1), Y7
-	VPMADDUBSW   Y7, Y3, Y7
-	VPMADDWD     Y6, Y7, Y7
-	VPADDD       32(DX)(BX*1), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX)(BX*1), Y8
-	VMULPS       Y5, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y1
-	VMOVDQU      (DX)(BX*2), Y7
-	VPMADDUBSW   Y7, Y3, Y3
-	VPMADDWD     Y6, Y3, Y3
-	VPADDD       32(DX)(BX*2), Y3, Y3
+	VMOVDQU      (CX), Y6
+	VPMADDUBSW   Y6, Y3, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VPADDD       32(CX), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(CX), Y7
+	VMULPS       Y5, Y7, Y7
+	VFMADD231PS  Y6, Y7, Y0
+	VMOVDQU      (CX)(BX*1), Y6
+	VPMADDUBSW   Y6, Y3, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VPADDD       32(CX)(BX*1), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(CX)(BX*1), Y7
+	VMULPS       Y5, Y7, Y7
+	VFMADD231PS  Y6, Y7, Y1
+	VMOVDQU      (CX)(BX*2), Y6
+	VPMADDUBSW   Y6, Y3, Y3
+	VPMADDWD     ones16_avx2<>+0(SB), Y3, Y3
+	VPADDD       32(CX)(BX*2), Y3, Y3
 	VCVTDQ2PS    Y3, Y3
-	VBROADCASTSS 64(DX)(BX*2), Y6
+	VBROADCASTSS 64(CX)(BX*2), Y6
 	VMULPS       Y5, Y6, Y6
 	VFMADD231PS  Y3, Y6, Y2
-	ADDQ         $0x00000012, CX
-	ADDQ         $0x00000048, DX
-	DECQ         SI
+	ADDQ         $0x00000012, SI
+	ADDQ         $0x00000048, CX
+	DECQ         DI
 	JNZ          gemmQ4_0_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -236,7 +388,7 @@ gemmQ4_0_avx2_3_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_3_rows
@@ -249,64 +401,66 @@ TEXT ·gemmQ4_0_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_4_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), DI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_0_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), X5
+	PREFETCHT0   4096(DX)(DI*1)
+	VMOVDQU      2(DX)(DI*1), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
 	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (CX), X5
+	VMOVD        (DX)(DI*1), X5
 	VCVTPH2PS    X5, X5
 	VBROADCASTSS X5, Y6
-	VMOVDQU      ones16_avx2<>+0(SB), Y7
-	VMOVDQU      (DX), Y8
-	VPMADDUBSW   Y8, Y4, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       32(DX), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y0
-	VMOVDQU      (DX)(BX*1), Y8
-	VPMADDUBSW   Y8, Y4, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       32(DX)(BX*1), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*1), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      (DX)(BX*2), Y8
-	VPMADDUBSW   Y8, Y4, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       32(DX)(BX*2), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*2), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      (DX)(SI*1), Y8
-	VPMADDUBSW   Y8, Y4, Y4
-	VPMADDWD     Y7, Y4, Y4
-	VPADDD       32(DX)(SI*1), Y4, Y4
+	VMOVDQU      (CX), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(CX), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VMOVDQU      (CX)(BX*1), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(CX)(BX*1), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX)(BX*1), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y1
+	VMOVDQU      (CX)(BX*2), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(CX)(BX*2), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX)(BX*2), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y2
+	VMOVDQU      (CX)(SI*1), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VPADDD       32(CX)(SI*1), Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(SI*1), Y7
+	VBROADCASTSS 64(CX)(SI*1), Y7
 	VMULPS       Y6, Y7, Y7
 	VFMADD231PS  Y4, Y7, Y3
-	ADDQ         $0x00000012, CX
-	ADDQ         $0x00000048, DX
-	DECQ         DI
+	ADDQ         $0x00000012, DI
+	ADDQ         $0x00000048, CX
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -341,7 +495,7 @@ gemmQ4_0_avx2_4_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_4_rows
@@ -349,128 +503,270 @@ gemmQ4_0_avx2_4_blocks:
 	RET
 
 // func gemmQ4_1_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ4_1_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_1_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), BX
-	MOVQ   nb+40(FP), BX
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	LEAQ    (CX)(DX*1), DI
+	CMPQ    BX, $0x02
+	CMOVQLE SI, DI
+	LEAQ    (DI)(DX*1), DX
+	CMPQ    BX, $0x03
+	CMOVQLE SI, DX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  X1, X1, X1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  X3, X3, X3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  X5, X5, X5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  X7, X7, X7
+	MOVQ    act+24(FP), BX
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R8
+	XORQ    R8, R8
+	MOVQ    nb+40(FP), R9
 
 gemmQ4_1_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      4(CX), X3
-	VPSRLW       $0x04, X3, X2
-	VINSERTI128  $0x01, X2, Y3, Y2
-	VPAND        nib0F_avx2<>+0(SB), Y2, Y2
-	VMOVD        (CX), X3
-	VCVTPH2PS    X3, X3
-	VBROADCASTSS X3, Y4
-	VMOVSHDUP    X3, X3
-	VMOVDQU      ones16_avx2<>+0(SB), Y5
-	VMOVDQU      (DX), Y6
-	VPMADDUBSW   Y6, Y2, Y2
-	VPMADDWD     Y5, Y2, Y2
-	VCVTDQ2PS    Y2, Y2
-	VBROADCASTSS 64(DX), Y5
-	VMULPS       Y4, Y5, Y5
-	VFMADD231PS  Y2, Y5, Y0
-	VFMADD231SS  68(DX), X3, X1
-	ADDQ         $0x00000014, CX
-	ADDQ         $0x00000048, DX
-	DECQ         BX
+	PREFETCHT0   4096(SI)(R8*1)
+	PREFETCHT0   4096(CX)(R8*1)
+	PREFETCHT0   4096(DI)(R8*1)
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      4(SI)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (SI)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (BX), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(BX), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y0
+	VFMADD231SS  68(BX), X9, X1
+	VMOVDQU      4(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (CX)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (BX), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(BX), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231SS  68(BX), X9, X3
+	VMOVDQU      4(DI)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (DI)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (BX), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(BX), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y4
+	VFMADD231SS  68(BX), X9, X5
+	VMOVDQU      4(DX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (DX)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (BX), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(BX), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y6
+	VFMADD231SS  68(BX), X9, X7
+	ADDQ         $0x00000014, R8
+	ADDQ         $0x00000048, BX
+	DECQ         R9
 	JNZ          gemmQ4_1_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VPERMILPS    $0x4e, X2, X0
-	VADDPS       X0, X2, X2
-	VPERMILPS    $0xb1, X2, X0
-	VADDPS       X0, X2, X2
-	VADDSS       X1, X2, X2
-	VMOVSS       X2, (CX)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ4_1_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VPERMILPS    $0x4e, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0xb1, X8, X0
+	VADDPS       X0, X8, X8
+	VADDSS       X1, X8, X8
+	VMOVSS       X8, (CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x01
+	JLE          gemmQ4_1_avx2_1_stored
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VADDSS       X3, X0, X0
+	VMOVSS       X0, 4(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x02
+	JLE          gemmQ4_1_avx2_1_stored
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VADDSS       X5, X0, X0
+	VMOVSS       X0, 8(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x03
+	JLE          gemmQ4_1_avx2_1_stored
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VADDSS       X7, X0, X0
+	VMOVSS       X0, 12(CX)
+
+gemmQ4_1_avx2_1_stored:
+	ADDQ $0x04, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ4_1_avx2_1_rows
 	VZEROUPPER
 	RET
 
 // func gemmQ4_1_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ4_1_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_2_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-	VXORPS Y2, Y2, Y2
-	VXORPS X3, X3, X3
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  X1, X1, X1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  X3, X3, X3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  X5, X5, X5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  X7, X7, X7
+	MOVQ    act+24(FP), DX
+	MOVQ    actStride+32(FP), BX
+	LEAQ    (BX)(BX*2), DI
+	XORQ    DI, DI
+	MOVQ    nb+40(FP), R8
 
 gemmQ4_1_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      4(CX), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (CX), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVSHDUP    X5, X5
-	VMOVDQU      ones16_avx2<>+0(SB), Y7
-	VMOVDQU      (DX), Y8
-	VPMADDUBSW   Y8, Y4, Y8
-	VPMADDWD     Y7, Y8, Y8
+	PREFETCHT0   4096(SI)(DI*1)
+	PREFETCHT0   4096(CX)(DI*1)
+	VMOVDQU      4(SI)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (SI)(DI*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (DX), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VFMADD231SS  68(DX), X9, X1
+	VMOVDQU      (DX)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y0
-	VFMADD231SS  68(DX), X5, X1
-	VMOVDQU      (DX)(BX*1), Y8
-	VPMADDUBSW   Y8, Y4, Y4
-	VPMADDWD     Y7, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(BX*1), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y2
-	VFMADD231SS  68(DX)(BX*1), X5, X3
-	ADDQ         $0x00000014, CX
+	VBROADCASTSS 64(DX)(BX*1), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231SS  68(DX)(BX*1), X9, X3
+	VMOVDQU      4(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (CX)(DI*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VMOVDQU      (DX), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VFMADD231SS  68(DX), X9, X5
+	VMOVDQU      (DX)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(DX)(BX*1), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y6
+	VFMADD231SS  68(DX)(BX*1), X9, X7
+	ADDQ         $0x00000014, DI
 	ADDQ         $0x00000048, DX
-	DECQ         SI
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VPERMILPS    $0x4e, X4, X0
-	VADDPS       X0, X4, X4
-	VPERMILPS    $0xb1, X4, X0
-	VADDPS       X0, X4, X4
-	VADDSS       X1, X4, X4
-	VMOVSS       X4, (CX)
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VPERMILPS    $0x4e, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0xb1, X8, X0
+	VADDPS       X0, X8, X8
+	VADDSS       X1, X8, X8
+	VMOVSS       X8, (CX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -479,10 +775,32 @@ gemmQ4_1_avx2_2_blocks:
 	VADDPS       X1, X0, X0
 	VADDSS       X3, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ4_1_avx2_2_rows
+	MOVQ         rows+16(FP), BX
+	SUBQ         AX, BX
+	CMPQ         BX, $0x01
+	JLE          gemmQ4_1_avx2_2_stored
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VADDSS       X5, X0, X0
+	VMOVSS       X0, 4(CX)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VADDSS       X7, X0, X0
+	VMOVSS       X0, 4(CX)(DX*1)
+
+gemmQ4_1_avx2_2_stored:
+	ADDQ $0x02, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ4_1_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -492,59 +810,61 @@ TEXT ·gemmQ4_1_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_3_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS X1, X1, X1
 	VXORPS Y2, Y2, Y2
 	VXORPS X3, X3, X3
 	VXORPS Y4, Y4, Y4
 	VXORPS X5, X5, X5
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
 
 gemmQ4_1_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      4(CX), X7
+	PREFETCHT0   4096(DX)(SI*1)
+	VMOVDQU      4(DX)(SI*1), X7
 	VPSRLW       $0x04, X7, X6
 	VINSERTI128  $0x01, X6, Y7, Y6
 	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
-	VMOVD        (CX), X7
+	VMOVD        (DX)(SI*1), X7
 	VCVTPH2PS    X7, X7
 	VBROADCASTSS X7, Y8
 	VMOVSHDUP    X7, X7
-	VMOVDQU      ones16_avx2<>+0(SB), Y9
-	VMOVDQU      (DX), Y10
-	VPMADDUBSW   Y10, Y6, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(DX), Y11
-	VMULPS       Y8, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y0
-	VFMADD231SS  68(DX), X7, X1
-	VMOVDQU      (DX)(BX*1), Y10
-	VPMADDUBSW   Y10, Y6, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(DX)(BX*1), Y11
-	VMULPS       Y8, Y11, Y11
-	VFMADD231PS  Y10, Y11, Y2
-	VFMADD231SS  68(DX)(BX*1), X7, X3
-	VMOVDQU      (DX)(BX*2), Y10
-	VPMADDUBSW   Y10, Y6, Y6
-	VPMADDWD     Y9, Y6, Y6
+	VMOVDQU      (CX), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y0
+	VFMADD231SS  68(CX), X7, X1
+	VMOVDQU      (CX)(BX*1), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y2
+	VFMADD231SS  68(CX)(BX*1), X7, X3
+	VMOVDQU      (CX)(BX*2), Y9
+	VPMADDUBSW   Y9, Y6, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(DX)(BX*2), Y9
+	VBROADCASTSS 64(CX)(BX*2), Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y4
-	VFMADD231SS  68(DX)(BX*2), X7, X5
-	ADDQ         $0x00000014, CX
-	ADDQ         $0x00000048, DX
-	DECQ         SI
+	VFMADD231SS  68(CX)(BX*2), X7, X5
+	ADDQ         $0x00000014, SI
+	ADDQ         $0x00000048, CX
+	DECQ         DI
 	JNZ          gemmQ4_1_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -575,7 +895,7 @@ gemmQ4_1_avx2_3_blocks:
 	VADDPS       X1, X0, X0
 	VADDSS       X5, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_3_rows
@@ -588,10 +908,12 @@ TEXT ·gemmQ4_1_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_4_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS X1, X1, X1
 	VXORPS Y2, Y2, Y2
@@ -600,57 +922,57 @@ gemmQ4_1_avx2_4_rows:
 	VXORPS X5, X5, X5
 	VXORPS Y6, Y6, Y6
 	VXORPS X7, X7, X7
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), DI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_1_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      4(CX), X9
+	PREFETCHT0   4096(DX)(DI*1)
+	VMOVDQU      4(DX)(DI*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
 	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (CX), X9
+	VMOVD        (DX)(DI*1), X9
 	VCVTPH2PS    X9, X9
 	VBROADCASTSS X9, Y10
 	VMOVSHDUP    X9, X9
-	VMOVDQU      ones16_avx2<>+0(SB), Y11
-	VMOVDQU      (DX), Y12
-	VPMADDUBSW   Y12, Y8, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(DX), Y13
-	VMULPS       Y10, Y13, Y13
-	VFMADD231PS  Y12, Y13, Y0
-	VFMADD231SS  68(DX), X9, X1
-	VMOVDQU      (DX)(BX*1), Y12
-	VPMADDUBSW   Y12, Y8, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(DX)(BX*1), Y13
-	VMULPS       Y10, Y13, Y13
-	VFMADD231PS  Y12, Y13, Y2
-	VFMADD231SS  68(DX)(BX*1), X9, X3
-	VMOVDQU      (DX)(BX*2), Y12
-	VPMADDUBSW   Y12, Y8, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(DX)(BX*2), Y13
-	VMULPS       Y10, Y13, Y13
-	VFMADD231PS  Y12, Y13, Y4
-	VFMADD231SS  68(DX)(BX*2), X9, X5
-	VMOVDQU      (DX)(SI*1), Y12
-	VPMADDUBSW   Y12, Y8, Y8
-	VPMADDWD     Y11, Y8, Y8
+	VMOVDQU      (CX), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VFMADD231SS  68(CX), X9, X1
+	VMOVDQU      (CX)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y2
+	VFMADD231SS  68(CX)(BX*1), X9, X3
+	VMOVDQU      (CX)(BX*2), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VFMADD231SS  68(CX)(BX*2), X9, X5
+	VMOVDQU      (CX)(SI*1), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(SI*1), Y11
+	VBROADCASTSS 64(CX)(SI*1), Y11
 	VMULPS       Y10, Y11, Y11
 	VFMADD231PS  Y8, Y11, Y6
-	VFMADD231SS  68(DX)(SI*1), X9, X7
-	ADDQ         $0x00000014, CX
-	ADDQ         $0x00000048, DX
-	DECQ         DI
+	VFMADD231SS  68(CX)(SI*1), X9, X7
+	ADDQ         $0x00000014, DI
+	ADDQ         $0x00000048, CX
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -689,7 +1011,7 @@ gemmQ4_1_avx2_4_blocks:
 	VADDPS       X1, X0, X0
 	VADDSS       X7, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_4_rows
@@ -697,117 +1019,239 @@ gemmQ4_1_avx2_4_blocks:
 	RET
 
 // func gemmQ8_0_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ8_0_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_1_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), BX
-	MOVQ   nb+40(FP), BX
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	LEAQ    (CX)(DX*1), DI
+	CMPQ    BX, $0x02
+	CMOVQLE SI, DI
+	LEAQ    (DI)(DX*1), DX
+	CMPQ    BX, $0x03
+	CMOVQLE SI, DX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    act+24(FP), BX
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R8
+	XORQ    R8, R8
+	MOVQ    nb+40(FP), R9
 
 gemmQ8_0_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), Y1
-	VPABSB       Y1, Y2
-	VMOVD        (CX), X3
-	VCVTPH2PS    X3, X3
-	VBROADCASTSS X3, Y3
-	VMOVDQU      ones16_avx2<>+0(SB), Y4
-	VMOVDQU      (DX), Y5
-	VPSIGNB      Y1, Y5, Y5
-	VPMADDUBSW   Y5, Y2, Y1
-	VPMADDWD     Y4, Y1, Y1
-	VCVTDQ2PS    Y1, Y1
-	VBROADCASTSS 64(DX), Y2
-	VMULPS       Y3, Y2, Y2
-	VFMADD231PS  Y1, Y2, Y0
-	ADDQ         $0x00000022, CX
-	ADDQ         $0x00000048, DX
-	DECQ         BX
+	PREFETCHT0   4096(SI)(R8*1)
+	PREFETCHT0   4096(CX)(R8*1)
+	PREFETCHT0   4096(DI)(R8*1)
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(SI)(R8*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (SI)(R8*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (BX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y0
+	VMOVDQU      2(CX)(R8*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (CX)(R8*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (BX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y1
+	VMOVDQU      2(DI)(R8*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (DI)(R8*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (BX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y2
+	VMOVDQU      2(DX)(R8*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (DX)(R8*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (BX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(BX), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y3
+	ADDQ         $0x00000022, R8
+	ADDQ         $0x00000048, BX
+	DECQ         R9
 	JNZ          gemmQ8_0_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VPERMILPS    $0x4e, X1, X0
-	VADDPS       X0, X1, X1
-	VPERMILPS    $0xb1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSS       X1, (CX)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ8_0_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSS       X4, (CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x01
+	JLE          gemmQ8_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x02
+	JLE          gemmQ8_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 8(CX)
+	MOVQ         rows+16(FP), DX
+	SUBQ         AX, DX
+	CMPQ         DX, $0x03
+	JLE          gemmQ8_0_avx2_1_stored
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 12(CX)
+
+gemmQ8_0_avx2_1_stored:
+	ADDQ $0x04, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ8_0_avx2_1_rows
 	VZEROUPPER
 	RET
 
 // func gemmQ8_0_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ8_0_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_2_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
-	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	MOVQ   act+24(FP), DX
-	MOVQ   actStride+32(FP), BX
-	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	MOVQ    w+0(FP), CX
+	MOVQ    rowBytes+8(FP), DX
+	MOVQ    rows+16(FP), BX
+	SUBQ    AX, BX
+	MOVQ    DX, SI
+	IMULQ   AX, SI
+	ADDQ    CX, SI
+	LEAQ    (SI)(DX*1), CX
+	CMPQ    BX, $0x01
+	CMOVQLE SI, CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    act+24(FP), DX
+	MOVQ    actStride+32(FP), BX
+	LEAQ    (BX)(BX*2), DI
+	XORQ    DI, DI
+	MOVQ    nb+40(FP), R8
 
 gemmQ8_0_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), Y2
-	VPABSB       Y2, Y3
-	VMOVD        (CX), X4
-	VCVTPH2PS    X4, X4
-	VBROADCASTSS X4, Y4
-	VMOVDQU      ones16_avx2<>+0(SB), Y5
-	VMOVDQU      (DX), Y6
-	VPSIGNB      Y2, Y6, Y6
-	VPMADDUBSW   Y6, Y3, Y6
-	VPMADDWD     Y5, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(DX), Y7
-	VMULPS       Y4, Y7, Y7
-	VFMADD231PS  Y6, Y7, Y0
-	VMOVDQU      (DX)(BX*1), Y6
-	VPSIGNB      Y2, Y6, Y6
-	VPMADDUBSW   Y6, Y3, Y2
-	VPMADDWD     Y5, Y2, Y2
-	VCVTDQ2PS    Y2, Y2
-	VBROADCASTSS 64(DX)(BX*1), Y3
-	VMULPS       Y4, Y3, Y3
-	VFMADD231PS  Y2, Y3, Y1
-	ADDQ         $0x00000022, CX
+	PREFETCHT0   4096(SI)(DI*1)
+	PREFETCHT0   4096(CX)(DI*1)
+	VMOVDQU      2(SI)(DI*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (SI)(DI*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (DX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VMOVDQU      (DX)(BX*1), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(DX)(BX*1), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y1
+	VMOVDQU      2(CX)(DI*1), Y4
+	VPABSB       Y4, Y5
+	VMOVD        (CX)(DI*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y6
+	VMOVDQU      (DX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y2
+	VMOVDQU      (DX)(BX*1), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(DX)(BX*1), Y5
+	VMULPS       Y6, Y5, Y5
+	VFMADD231PS  Y4, Y5, Y3
+	ADDQ         $0x00000022, DI
 	ADDQ         $0x00000048, DX
-	DECQ         SI
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VPERMILPS    $0x4e, X2, X0
-	VADDPS       X0, X2, X2
-	VPERMILPS    $0xb1, X2, X0
-	VADDPS       X0, X2, X2
-	VMOVSS       X2, (CX)
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSS       X4, (CX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -815,10 +1259,30 @@ gemmQ8_0_avx2_2_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	INCQ         AX
-	MOVQ         rows+16(FP), CX
-	CMPQ         AX, CX
-	JL           gemmQ8_0_avx2_2_rows
+	MOVQ         rows+16(FP), BX
+	SUBQ         AX, BX
+	CMPQ         BX, $0x01
+	JLE          gemmQ8_0_avx2_2_stored
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, 4(CX)(DX*1)
+
+gemmQ8_0_avx2_2_stored:
+	ADDQ $0x02, AX
+	MOVQ rows+16(FP), CX
+	CMPQ AX, CX
+	JL   gemmQ8_0_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -828,53 +1292,55 @@ TEXT ·gemmQ8_0_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_3_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), SI
+	XORQ   SI, SI
+	MOVQ   nb+40(FP), DI
 
 gemmQ8_0_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), Y3
+	PREFETCHT0   4096(DX)(SI*1)
+	VMOVDQU      2(DX)(SI*1), Y3
 	VPABSB       Y3, Y4
-	VMOVD        (CX), X5
+	VMOVD        (DX)(SI*1), X5
 	VCVTPH2PS    X5, X5
 	VBROADCASTSS X5, Y5
-	VMOVDQU      ones16_avx2<>+0(SB), Y6
-	VMOVDQU      (DX), Y7
-	VPSIGNB      Y3, Y7, Y7
-	VPMADDUBSW   Y7, Y4, Y7
-	VPMADDWD     Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y5, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (DX)(BX*1), Y7
-	VPSIGNB      Y3, Y7, Y7
-	VPMADDUBSW   Y7, Y4, Y7
-	VPMADDWD     Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX)(BX*1), Y8
-	VMULPS       Y5, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y1
-	VMOVDQU      (DX)(BX*2), Y7
-	VPSIGNB      Y3, Y7, Y7
-	VPMADDUBSW   Y7, Y4, Y3
-	VPMADDWD     Y6, Y3, Y3
+	VMOVDQU      (CX), Y6
+	VPSIGNB      Y3, Y6, Y6
+	VPMADDUBSW   Y6, Y4, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(CX), Y7
+	VMULPS       Y5, Y7, Y7
+	VFMADD231PS  Y6, Y7, Y0
+	VMOVDQU      (CX)(BX*1), Y6
+	VPSIGNB      Y3, Y6, Y6
+	VPMADDUBSW   Y6, Y4, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(CX)(BX*1), Y7
+	VMULPS       Y5, Y7, Y7
+	VFMADD231PS  Y6, Y7, Y1
+	VMOVDQU      (CX)(BX*2), Y6
+	VPSIGNB      Y3, Y6, Y6
+	VPMADDUBSW   Y6, Y4, Y3
+	VPMADDWD     ones16_avx2<>+0(SB), Y3, Y3
 	VCVTDQ2PS    Y3, Y3
-	VBROADCASTSS 64(DX)(BX*2), Y4
+	VBROADCASTSS 64(CX)(BX*2), Y4
 	VMULPS       Y5, Y4, Y4
 	VFMADD231PS  Y3, Y4, Y2
-	ADDQ         $0x00000022, CX
-	ADDQ         $0x00000048, DX
-	DECQ         SI
+	ADDQ         $0x00000022, SI
+	ADDQ         $0x00000048, CX
+	DECQ         DI
 	JNZ          gemmQ8_0_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -902,7 +1368,7 @@ gemmQ8_0_avx2_3_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_3_rows
@@ -915,62 +1381,64 @@ TEXT ·gemmQ8_0_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_4_rows:
-	MOVQ   rowBytes+8(FP), DX
-	IMULQ  AX, DX
 	MOVQ   w+0(FP), CX
-	ADDQ   DX, CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ   act+24(FP), DX
+	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	MOVQ   nb+40(FP), DI
+	XORQ   DI, DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ8_0_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
-	VMOVDQU      2(CX), Y4
+	PREFETCHT0   4096(DX)(DI*1)
+	VMOVDQU      2(DX)(DI*1), Y4
 	VPABSB       Y4, Y5
-	VMOVD        (CX), X6
+	VMOVD        (DX)(DI*1), X6
 	VCVTPH2PS    X6, X6
 	VBROADCASTSS X6, Y6
-	VMOVDQU      ones16_avx2<>+0(SB), Y7
-	VMOVDQU      (DX), Y8
-	VPSIGNB      Y4, Y8, Y8
-	VPMADDUBSW   Y8, Y5, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y0
-	VMOVDQU      (DX)(BX*1), Y8
-	VPSIGNB      Y4, Y8, Y8
-	VPMADDUBSW   Y8, Y5, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*1), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      (DX)(BX*2), Y8
-	VPSIGNB      Y4, Y8, Y8
-	VPMADDUBSW   Y8, Y5, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*2), Y9
-	VMULPS       Y6, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      (DX)(SI*1), Y8
-	VPSIGNB      Y4, Y8, Y8
-	VPMADDUBSW   Y8, Y5, Y4
-	VPMADDWD     Y7, Y4, Y4
+	VMOVDQU      (CX), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VMOVDQU      (CX)(BX*1), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX)(BX*1), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y1
+	VMOVDQU      (CX)(BX*2), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX)(BX*2), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y2
+	VMOVDQU      (CX)(SI*1), Y7
+	VPSIGNB      Y4, Y7, Y7
+	VPMADDUBSW   Y7, Y5, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(SI*1), Y5
+	VBROADCASTSS 64(CX)(SI*1), Y5
 	VMULPS       Y6, Y5, Y5
 	VFMADD231PS  Y4, Y5, Y3
-	ADDQ         $0x00000022, CX
-	ADDQ         $0x00000048, DX
-	DECQ         DI
+	ADDQ         $0x00000022, DI
+	ADDQ         $0x00000048, CX
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1005,7 +1473,7 @@ gemmQ8_0_avx2_4_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	INCQ         AX
+	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_4_rows
