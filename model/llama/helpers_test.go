@@ -184,7 +184,7 @@ func logSoftmax(x []float32) []float64 {
 
 // argmax returns the first index of the largest value (as llama.cpp's
 // greedy sampler).
-func argmax(x []float64) int32 {
+func argmax[T float32 | float64](x []T) int32 {
 	best := 0
 	for i, v := range x {
 		if v > x[best] {

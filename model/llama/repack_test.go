@@ -1,0 +1,79 @@
+package llama
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"pagoda/gguf"
+	"pagoda/kernels"
+	"pagoda/model"
+	"pagoda/model/synth"
+)
+
+// TestRepackChoosesLlamaCppTensors: by default the Q4_0 matrices take
+// llama.cpp's repacked arithmetic (every layer matrix, and the output head
+// when it is its own tensor), never the token embeddings (a tied head
+// included); NoRepack keeps them all plain. Both arithmetics give the same
+// next token and logits within float32 rounding.
+func TestRepackChoosesLlamaCppTensors(t *testing.T) {
+	shape := synth.Shape{Arch: "llama", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2,
+		VocabSize: 320, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+	for _, tied := range []bool{false, true} {
+		shape.Tied = tied
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q4_0, Seed: 3}); err != nil {
+			t.Fatal(err)
+		}
+		var logits [2][]float32
+		for i, noRepack := range []bool{false, true} {
+			m := openModel(t, path, Options{Threads: 2, NoRepack: noRepack})
+			for _, l := range m.layers {
+				for _, w := range []kernels.Weight{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down} {
+					if w.Repacked() == noRepack {
+						t.Fatalf("tied %v, NoRepack %v: a layer matrix has Repacked() = %v", tied, noRepack, w.Repacked())
+					}
+				}
+			}
+			if want := !tied && !noRepack; m.output.Repacked() != want {
+				t.Errorf("tied %v, NoRepack %v: output Repacked() = %v, want %v", tied, noRepack, m.output.Repacked(), want)
+			}
+			if m.embd.Repacked() {
+				t.Errorf("tied %v: token embeddings repacked", tied)
+			}
+			logits[i] = prefillLogits(t, m, []int32{1, 17, 42, 99, 7})
+		}
+		var scale, diff float64
+		for j := range logits[0] {
+			scale = max(scale, math.Abs(float64(logits[1][j])))
+			diff = max(diff, math.Abs(float64(logits[0][j]-logits[1][j])))
+		}
+		if diff > 1e-3*scale {
+			t.Errorf("tied %v: repacked and plain logits differ by %g (largest |logit| %g)", tied, diff, scale)
+		}
+		if a, b := argmax(logits[0]), argmax(logits[1]); a != b {
+			t.Errorf("tied %v: next token %d repacked, %d plain", tied, a, b)
+		}
+	}
+}
+
+// prefillLogits runs tokens as one sequence and returns the last logits.
+func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
+	t.Helper()
+	kv, err := m.NewKVCache(1, 16, model.KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int32(len(tokens))
+	b := &model.Batch{Tokens: tokens, QueryStart: []int32{0, n}, ContextLens: []int32{n},
+		BlockTables: [][]int32{{0}}, LogitIndices: []int32{n - 1}}
+	for p := range n {
+		b.Positions = append(b.Positions, p)
+		b.SlotMapping = append(b.SlotMapping, p)
+	}
+	logits := make([]float32, m.cfg.VocabSize)
+	if err := m.Forward(b, kv, logits); err != nil {
+		t.Fatal(err)
+	}
+	return logits
+}
