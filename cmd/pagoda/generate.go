@@ -31,6 +31,7 @@ type generateFlags struct {
 	repPenalty  float64
 	seed        int64
 	threads     int
+	noRepack    bool
 	maxModelLen int
 	kvType      string
 }
@@ -52,6 +53,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&g.repPenalty, "repetition-penalty", 1, "repetition penalty (1 = off)")
 	fs.Int64Var(&g.seed, "seed", -1, "random seed (-1 = random)")
 	fs.IntVar(&g.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.BoolVar(&g.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
 	if err := parseFlags(fs, args); err != nil {
@@ -76,6 +78,7 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	}
 	cfg := engine.DefaultConfig(g.model)
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
+	cfg.NoRepack = g.noRepack
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
 	e, err := engine.New(cfg)
 	if err != nil {
