@@ -6,7 +6,11 @@ implementation; pagoda's tests compare their greedy token ids against the
 file this writes. It is used only to make reference data, never at run time.
 
     pip install llama-cpp-python==0.3.36 jinja2
-    python3 scripts/make_reference.py MODEL.gguf OUT.json
+    python3 scripts/make_reference.py MODEL.gguf OUT.json [--repack]
+
+--repack keeps llama.cpp's default extra buffer types (its repacked Q4_0
+arithmetic on x86 with AVX2); without it the plain CPU path is the
+reference. Chat cases are skipped for models without a chat template.
 
 Format (the same as shared/testdata/reference/stories260K.public.json): for
 each prompt, the prompt's token ids as llama.cpp tokenizes them (special
@@ -35,8 +39,10 @@ def _model_params_without_extra_bufts():
     return p
 
 
-llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
-llama_cpp.llama.llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
+REPACK = "--repack" in sys.argv[3:]
+if not REPACK:
+    llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
+    llama_cpp.llama.llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
 
 N_PREDICT = 48
 N_THREADS = 2
@@ -91,6 +97,8 @@ def main():
     eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "replace")
     cases = []
     for kind, p in PROMPTS:
+        if kind == "chat" and not template:
+            continue
         text = p if kind == "text" else render_chat(template, p, bos, eos)
         toks = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         llm.reset()
@@ -112,8 +120,8 @@ def main():
         if kind == "chat":
             case["messages"] = p
         cases.append(case)
-    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts off, n_batch 1, F16 KV cache, flash attention off, "
-                        f"command: python3 scripts/make_reference.py {path.split('/')[-1]} {out}",
+    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts {'on (repacking)' if REPACK else 'off'}, n_batch 1, F16 KV cache, flash attention off, "
+                        f"command: python3 scripts/make_reference.py {path.split('/')[-1]} {out}{' --repack' if REPACK else ''}",
            "n_predict": N_PREDICT, "cases": cases}
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
