@@ -14,7 +14,7 @@ func scoresF16AVX2(q *float32, k *uint16, offs *int, n int, hd int, scale float3
 //go:noescape
 func scaleRoundF16AVX2(x *float32, n int, a float32)
 
-// valuesF16AVX2 adds w[p]·V[offs[p]] into lane p mod 64 of lanes (64 rows of hd, a multiple of 8) for p < n, skipping zero weights.
+// valuesF16AVX2 adds w[p]·V[offs[p]] into lane p mod 64 of lanes (64 rows of hd) for p < n, skipping zero weights.
 //
 //go:noescape
 func valuesF16AVX2(lanes *float32, w *float32, v *uint16, offs *int, n int, hd int)

@@ -14,18 +14,47 @@ import (
 // rows are found through an offset per position.
 
 func genAttn() {
-	genScoresF16()
+	genScoresF16(attnZMM)
 	genScaleRoundF16()
-	genValuesF16()
+	genValuesF16(attnZMM)
 	genValuesF16Reg(4)
 	genValuesF16Reg(8)
 }
 
+// attnWidth is what the AVX-512 and AVX2 attention kernels differ in: the
+// register width, and how the 64 score lanes (4 ZMM or 8 YMM registers,
+// lane l in register l/(64/regs)) are reduced as reduce64.
+type attnWidth struct {
+	isa    string
+	lanes  int // float32 lanes per register
+	vec    func() reg.VecVirtual
+	zero   func(reg.VecVirtual)
+	reduce func(acc []reg.VecVirtual) reg.VecVirtual
+}
+
+var (
+	attnZMM = attnWidth{"AVX512", 16, ZMM, func(z reg.VecVirtual) { zero(z) }, func(acc []reg.VecVirtual) reg.VecVirtual {
+		VADDPS(acc[2], acc[0], acc[0])
+		VADDPS(acc[3], acc[1], acc[1])
+		VADDPS(acc[1], acc[0], acc[0])
+		return reduce16(acc[0])
+	}}
+	// attnYMM: ZMM register z of reduce64 is the YMM pair (2z, 2z+1).
+	attnYMM = attnWidth{"AVX2", 8, YMM, func(y reg.VecVirtual) { VXORPS(y, y, y) }, func(acc []reg.VecVirtual) reg.VecVirtual {
+		for i := range 4 {
+			VADDPS(acc[i+4], acc[i], acc[i])
+		}
+		VADDPS(acc[2], acc[0], acc[0])
+		VADDPS(acc[3], acc[1], acc[1])
+		return reduce16V(acc[0], acc[1])
+	}}
+)
+
 // genScoresF16: out[p] = float32(dotF16(q, K[offs[p]:][:hd]))·scale for
 // p < n, hd a positive multiple of 64: the 64-lane fused dot product with
 // its reduce64, as dotF16Generic without a tail.
-func genScoresF16() {
-	name := "scoresF16AVX512"
+func genScoresF16(w attnWidth) {
+	name := "scoresF16" + w.isa
 	TEXT(name, NOSPLIT, "func(q *float32, k *uint16, offs *int, n, hd int, scale float32, out *float32)")
 	Doc(name + " sets out[p] = dot(q, k[offs[p]:][:hd])·scale for p < n, hd a positive multiple of 64.")
 	Pragma("noescape")
@@ -42,24 +71,22 @@ func genScoresF16() {
 	qp, steps := GP64(), GP64()
 	MOVQ(q, qp)
 	MOVQ(hd, steps)
-	acc := []reg.VecVirtual{ZMM(), ZMM(), ZMM(), ZMM()}
-	for _, a := range acc {
-		zero(a)
+	acc := make([]reg.VecVirtual, 64/w.lanes)
+	for i := range acc {
+		acc[i] = w.vec()
+		w.zero(acc[i])
 	}
 	Label(name + "_step")
 	for i, a := range acc {
-		y := ZMM()
-		VCVTPH2PS(Mem{Base: row, Disp: 32 * i}, y)
-		VFMADD231PS(Mem{Base: qp, Disp: 64 * i}, y, a)
+		y := w.vec()
+		VCVTPH2PS(Mem{Base: row, Disp: 2 * w.lanes * i}, y)
+		VFMADD231PS(Mem{Base: qp, Disp: 4 * w.lanes * i}, y, a)
 	}
 	ADDQ(U32(256), qp)
 	ADDQ(U32(128), row)
 	DECQ(steps)
 	JNZ(LabelRef(name + "_step"))
-	VADDPS(acc[2], acc[0], acc[0])
-	VADDPS(acc[3], acc[1], acc[1])
-	VADDPS(acc[1], acc[0], acc[0])
-	s := reduce16(acc[0])
+	s := w.reduce(acc)
 	VMULSS(sx, s, s)
 	VMOVSS(s, Mem{Base: out})
 	ADDQ(U8(8), offs)
@@ -92,26 +119,30 @@ func genScaleRoundF16() {
 }
 
 // genValuesF16: for p < n with w[p] ≠ 0, lanes[(p mod 64)·hd + d] =
-// fma(w[p], v[offs[p]+d], lanes[...]) for d < hd (any hd ≥ 1).
-func genValuesF16() {
-	name := "valuesF16AVX512"
+// fma(w[p], v[offs[p]+d], lanes[...]) for d < hd (AVX-512: any hd ≥ 1;
+// AVX2: hd a positive multiple of 8).
+func genValuesF16(aw attnWidth) {
+	name := "valuesF16" + aw.isa
 	TEXT(name, NOSPLIT, "func(lanes *float32, w *float32, v *uint16, offs *int, n, hd int)")
 	Doc(name + " adds w[p]·V[offs[p]] into lane p mod 64 of lanes (64 rows of hd) for p < n, skipping zero weights.")
 	Pragma("noescape")
 	lanes, w, v, offs, n, hd := loadGP("lanes"), loadGP("w"), loadGP("v"), loadGP("offs"), loadGP("n"), loadGP("hd")
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_done"))
-	k := K()
-	bits, rem := GP64(), GP64()
-	MOVQ(hd, rem)
-	ANDQ(U8(15), rem)
-	MOVQ(U32(0xFFFF), bits)
-	BZHIQ(rem, bits, bits) // mask of the hd mod 16 tail
-	KMOVW(bits.As32(), k)
+	var k reg.Register
+	if aw.lanes == 16 {
+		k = K()
+		bits, rem := GP64(), GP64()
+		MOVQ(hd, rem)
+		ANDQ(U8(15), rem)
+		MOVQ(U32(0xFFFF), bits)
+		BZHIQ(rem, bits, bits) // mask of the hd mod 16 tail
+		KMOVW(bits.As32(), k)
+	}
 	p := GP64()
 	XORQ(p, p)
 	zx := XMM()
-	zero(zx)
+	VXORPS(zx, zx, zx)
 	Label(name + "_pos")
 	wx := XMM()
 	VMOVSS(Mem{Base: w, Index: p, Scale: 4}, wx)
@@ -120,7 +151,11 @@ func genValuesF16() {
 	JP(LabelRef(name + "_add")) // NaN weights are not zero
 	JMP(LabelRef(name + "_next"))
 	Label(name + "_add")
-	valuesRow(name, lanes, v, offs, p, hd, wx, k)
+	if aw.lanes == 16 {
+		valuesRow(name, lanes, v, offs, p, hd, wx, k)
+	} else {
+		valuesRowV(name, lanes, v, offs, p, hd, wx)
+	}
 	Label(name + "_next")
 	INCQ(p)
 	CMPQ(p, n)
