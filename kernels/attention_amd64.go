@@ -59,6 +59,10 @@ func roundF16AVX2w(x []float32, a float32) {
 func valuesF16AVX2w(lanes, w []float32, v []uint16, offs []int, hd int) {
 	w = w[:len(offs)]
 	lanes = lanes[:64*hd]
+	if len(offs) > 0 && hd == 64 { // the lanes in registers, from zero
+		valuesF16x8AVX2(&lanes[0], &w[0], &v[0], &offs[0], len(offs))
+		return
+	}
 	clear(lanes)
 	if len(offs) == 0 || hd == 0 {
 		return

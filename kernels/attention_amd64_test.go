@@ -12,11 +12,24 @@ import (
 // lanes bit for bit, whatever the lanes held before, with zero and NaN weights, infinite cache
 // values and every count of positions around the 64 lanes.
 func TestValuesF16Registers(t *testing.T) {
-	if !hasAVX512() {
-		t.Skip("no AVX-512 on this CPU") // the kernels are not selected here
+	type kernels struct {
+		general func(lanes, w *float32, v *uint16, offs *int, n, hd int)
+		reg     func(lanes, w *float32, v *uint16, offs *int, n int)
+		hd      int
+	}
+	var ks []kernels
+	if hasAVX512() {
+		ks = append(ks, kernels{valuesF16AVX512, valuesF16x4AVX512, 64}, kernels{valuesF16AVX512, valuesF16x8AVX512, 128})
+	}
+	if hasAVX2() {
+		ks = append(ks, kernels{valuesF16AVX2, valuesF16x8AVX2, 64})
+	}
+	if len(ks) == 0 {
+		t.Fatal("no accelerated value kernels on this CPU")
 	}
 	r := newRand(70)
-	for _, hd := range []int{64, 128} {
+	for _, k := range ks {
+		hd := k.hd
 		for _, n := range []int{1, 3, 15, 16, 63, 64, 65, 127, 128, 129, 300} {
 			t.Run(fmt.Sprintf("hd%d/n%d", hd, n), func(t *testing.T) {
 				const stride = 3 // rows of KV heads between positions
@@ -37,12 +50,8 @@ func TestValuesF16Registers(t *testing.T) {
 				}
 				lanes := randVec(r, 64*hd, 1) // overwritten: the kernels start from zero
 				want := make([]float32, 64*hd)
-				valuesF16AVX512(&want[0], &w[0], &v[0], &offs[0], n, hd)
-				if hd == 64 {
-					valuesF16x4AVX512(&lanes[0], &w[0], &v[0], &offs[0], n)
-				} else {
-					valuesF16x8AVX512(&lanes[0], &w[0], &v[0], &offs[0], n)
-				}
+				k.general(&want[0], &w[0], &v[0], &offs[0], n, hd)
+				k.reg(&lanes[0], &w[0], &v[0], &offs[0], n)
 				checkSameF32(t, "lanes", lanes, want)
 			})
 		}

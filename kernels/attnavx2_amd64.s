@@ -151,6 +151,80 @@ valuesF16AVX2_done:
 	VZEROUPPER
 	RET
 
+// func valuesF16x8AVX2(lanes *float32, w *float32, v *uint16, offs *int, n int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·valuesF16x8AVX2(SB), NOSPLIT, $0-40
+	MOVQ   lanes+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   v+16(FP), DX
+	MOVQ   offs+24(FP), BX
+	MOVQ   n+32(FP), SI
+	VXORPS X0, X0, X0
+	XORQ   DI, DI
+
+valuesF16x8AVX2_lane:
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	MOVQ   DI, R8
+
+valuesF16x8AVX2_pos:
+	CMPQ     R8, SI
+	JGE      valuesF16x8AVX2_store
+	VMOVSS   (CX)(R8*4), X9
+	VUCOMISS X0, X9
+	JNE      valuesF16x8AVX2_add
+	JP       valuesF16x8AVX2_add
+	JMP      valuesF16x8AVX2_next
+
+valuesF16x8AVX2_add:
+	MOVQ         (BX)(R8*8), R9
+	LEAQ         (DX)(R9*2), R9
+	VBROADCASTSS X9, Y9
+	VCVTPH2PS    (R9), Y10
+	VFMADD231PS  Y10, Y9, Y1
+	VCVTPH2PS    16(R9), Y10
+	VFMADD231PS  Y10, Y9, Y2
+	VCVTPH2PS    32(R9), Y10
+	VFMADD231PS  Y10, Y9, Y3
+	VCVTPH2PS    48(R9), Y10
+	VFMADD231PS  Y10, Y9, Y4
+	VCVTPH2PS    64(R9), Y10
+	VFMADD231PS  Y10, Y9, Y5
+	VCVTPH2PS    80(R9), Y10
+	VFMADD231PS  Y10, Y9, Y6
+	VCVTPH2PS    96(R9), Y10
+	VFMADD231PS  Y10, Y9, Y7
+	VCVTPH2PS    112(R9), Y10
+	VFMADD231PS  Y10, Y9, Y8
+
+valuesF16x8AVX2_next:
+	ADDQ $0x40, R8
+	JMP  valuesF16x8AVX2_pos
+
+valuesF16x8AVX2_store:
+	MOVQ    DI, R8
+	SHLQ    $0x08, R8
+	ADDQ    AX, R8
+	VMOVUPS Y1, (R8)
+	VMOVUPS Y2, 32(R8)
+	VMOVUPS Y3, 64(R8)
+	VMOVUPS Y4, 96(R8)
+	VMOVUPS Y5, 128(R8)
+	VMOVUPS Y6, 160(R8)
+	VMOVUPS Y7, 192(R8)
+	VMOVUPS Y8, 224(R8)
+	INCQ    DI
+	CMPQ    DI, $0x40
+	JL      valuesF16x8AVX2_lane
+	VZEROUPPER
+	RET
+
 // func toF16AVX2(dst *uint16, x *float32, n int)
 // Requires: AVX, F16C
 TEXT ·toF16AVX2(SB), NOSPLIT, $0-24

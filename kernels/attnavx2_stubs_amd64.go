@@ -19,6 +19,11 @@ func scaleRoundF16AVX2(x *float32, n int, a float32)
 //go:noescape
 func valuesF16AVX2(lanes *float32, w *float32, v *uint16, offs *int, n int, hd int)
 
+// valuesF16x8AVX2 is valuesF16AVX2 for hd = 64 on zeroed lanes (it sets every lane), accumulating one lane at a time in registers.
+//
+//go:noescape
+func valuesF16x8AVX2(lanes *float32, w *float32, v *uint16, offs *int, n int)
+
 // toF16AVX2 sets dst[i] to x[i] rounded to half precision (nearest even), for i < n &^ 7.
 //
 //go:noescape
