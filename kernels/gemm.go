@@ -161,14 +161,17 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 		wb = 4 * j.rowBytes
 		tiles, w = j.gemm.packed, &j.w.packed[r0/4*wb]
 	}
-	tile := len(tiles)
-	for t := t0; t < t1; t += tile {
-		na := min(tile, t1-t)
+	// As few passes over the weights as the widest tile allows, as even as
+	// possible (16 tokens on 5-wide tiles: 4+4+4+4, not 5+5+5+1).
+	passes := (t1 - t0 + len(tiles) - 1) / len(tiles)
+	for t := t0; t < t1; passes-- {
+		na := (t1 - t + passes - 1) / passes
 		act := j.act.rec
 		if j.gemm.float {
 			act = floatBytes(j.act.f)
 		}
 		tiles[na-1](w, wb, r1-r0, &act[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
+		t += na
 	}
 }
 
