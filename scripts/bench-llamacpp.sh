@@ -12,7 +12,8 @@
 # llama.cpp runs with its default extra buffer types (weight repacking into interleaved rows,
 # which it does for Q4_0, IQ4_NL and Q4_K on AVX2/AVX-512 machines) when they work here, checked
 # in a child process first because on some machines they crash; LLAMA_EXTRA_BUFTS=on|off|auto
-# (default auto) overrides. The table says which configuration ran.
+# (default auto) overrides. pagoda runs the matching arithmetic (repacked Q4_0, or --no-repack).
+# The table says which configuration ran.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,28 +41,36 @@ if [ -z "$pagoda" ]; then
   pagoda="$tmp/pagoda"
 fi
 
+# llama.cpp's extra buffer types (weight repacking, AMX tiles) are its default and its fastest
+# CPU path, but they crash on machines whose kernel does not grant AMX tile state to the
+# process (as scripts/make_reference.py notes). In auto mode a child process tries them first.
+# pagoda runs the matching arithmetic: repacked Q4_0 with them, --no-repack without.
+mode="${LLAMA_EXTRA_BUFTS:-auto}"
+if [ "$mode" = auto ]; then
+  mode=off
+  if timeout 600 "$venv/bin/python" -c '
+import llama_cpp, sys
+llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=32, verbose=False)
+llm.eval(list(range(1, 33)))' "$model" >/dev/null 2>&1; then
+    mode=on
+  fi
+fi
+norepack=()
+[ "$mode" = on ] || norepack=(--no-repack)
+
 csv=$(IFS=,; echo "${threads[*]}")
 "$pagoda" bench latency --model "$model" --threads "$csv" --pp "$pp" --tg "$tg" --reps "$reps" \
-  --batch 1 --batch-steps 1 --output-json "$tmp/pagoda.json" >&2
+  --batch 1 --batch-steps 1 --output-json "$tmp/pagoda.json" "${norepack[@]}" >&2
 
-"$venv/bin/python" - "$model" "$pp" "$tg" "$reps" "$tmp/pagoda.json" "${threads[@]}" <<'PY'
+LLAMA_EXTRA_BUFTS="$mode" "$venv/bin/python" - "$model" "$pp" "$tg" "$reps" "$tmp/pagoda.json" "${threads[@]}" <<'PY'
 import json, os, random, statistics, subprocess, sys, time
 import llama_cpp
 
 model, pp, tg, reps, pj = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 threads = [int(t) for t in sys.argv[6:]]
 
-# llama.cpp's extra buffer types (weight repacking, AMX tiles) are its default and its fastest
-# CPU path, but they crash on machines whose kernel does not grant AMX tile state to the
-# process (as scripts/make_reference.py notes). In auto mode a child process tries them first.
-mode = os.environ.get("LLAMA_EXTRA_BUFTS", "auto")
-if mode == "auto":
-    probe = ("import llama_cpp, sys\n"
-             "llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=32, verbose=False)\n"
-             "llm.eval(list(range(1, 33)))\n")
-    ok = subprocess.run([sys.executable, "-c", probe, model], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, timeout=600).returncode == 0
-    mode = "on" if ok else "off"
+# The shell above chose llama.cpp's extra buffer types (on or off) and pagoda's matching mode.
+mode = os.environ["LLAMA_EXTRA_BUFTS"]
 extra = mode == "on"
 _default_params = llama_cpp.llama_model_default_params
 def _params():
@@ -89,7 +98,7 @@ def measure(n_threads):
         tgt.append(tg / (time.perf_counter() - t0))
     return ppt, tgt
 
-print(f"model {model}; llama.cpp extra buffer types (repacking): {mode}")
+print(f"model {model}; llama.cpp extra buffer types (repacking): {mode}; pagoda {'repacked' if extra else '--no-repack'}")
 print("| threads | test | llama.cpp t/s | pagoda t/s | pagoda / llama.cpp |")
 print("| ---: | :--- | ---: | ---: | ---: |")
 for t in threads:
