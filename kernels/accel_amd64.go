@@ -47,9 +47,12 @@ func hasAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 func avx2() *impl {
 	k := *generic
 	k.name = "avx2"
-	k.gemm[gguf.Q4_0] = &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3, gemmQ4_0_avx2_4}}
-	k.gemm[gguf.Q4_1] = &blockGEMM{tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3, gemmQ4_1_avx2_4}}
-	k.gemm[gguf.Q8_0] = &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3, gemmQ8_0_avx2_4}}
+	k.gemm[gguf.Q4_0] = &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3,
+		gemmQ4_0_avx2_4, gemmQ4_0_avx2_5, gemmQ4_0_avx2_6, gemmQ4_0_avx2_7, gemmQ4_0_avx2_8}}
+	k.gemm[gguf.Q4_1] = &blockGEMM{sAhead: true, tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3,
+		gemmQ4_1_avx2_4, gemmQ4_1_avx2_5, gemmQ4_1_avx2_6, gemmQ4_1_avx2_7, gemmQ4_1_avx2_8}}
+	k.gemm[gguf.Q8_0] = &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3,
+		gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}}
 	k.gemmR = gemmRAVX2
 	// float vector kernels and float-weight dot products (vecavx2_amd64.go)
 	v := isaAVX2

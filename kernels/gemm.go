@@ -43,6 +43,7 @@ type blockGEMM struct {
 	kq     bool       // K-quant: Q8_K activations in gemmKRec records
 	float  bool       // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
 	rq     bool       // repacked Q4_0: gemmRRec records, weights in groups of repackRows
+	sAhead bool       // types with mins: records carry the s of the next 8 rows (actRows.sAhead)
 }
 
 // gemmFor returns the accelerated kernel k multiplies w with, or nil.
@@ -142,6 +143,26 @@ func records32Go(rec []byte, row *actRow, bias int32) {
 			s = row.s[b]
 		}
 		binary.LittleEndian.PutUint32(r[68:], math.Float32bits(s))
+	}
+}
+
+// sAhead writes, in the unused correction field of every gemm32 record
+// (kinds with mins: no re-biasing), the block's s of the record's row and
+// of the 7 rows after it (0 past the last), so that a kernel reads the s of
+// a tile of rows with one load. It runs once all n rows are converted.
+func (a *actRows) sAhead(n int) {
+	stride := a.cols / 32 * gemm32Rec
+	for t := range n {
+		for b := range a.cols / 32 {
+			r := a.rec[t*stride+b*gemm32Rec+32:][:32]
+			for k := range 8 {
+				var s float32
+				if t+k < n {
+					s = a.rows[t+k].s[b]
+				}
+				binary.LittleEndian.PutUint32(r[4*k:], math.Float32bits(s))
+			}
+		}
 	}
 }
 

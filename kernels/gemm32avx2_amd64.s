@@ -502,6 +502,610 @@ gemmQ4_0_avx2_4_blocks:
 	VZEROUPPER
 	RET
 
+// func gemmQ4_0_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_0_avx2_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0_avx2_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0_avx2_5_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), X6
+	VPSRLW       $0x04, X6, X5
+	VINSERTI128  $0x01, X5, Y6, Y5
+	VPAND        nib0F_avx2<>+0(SB), Y5, Y5
+	VMOVD        (DX)(R8*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y7
+	VMOVDQU      (CX), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VPADDD       32(CX), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VMOVDQU      (CX)(BX*1), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VPADDD       32(CX)(BX*1), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*1), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VMOVDQU      (CX)(BX*2), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VPADDD       32(CX)(BX*2), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*2), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VMOVDQU      (CX)(SI*1), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VPADDD       32(CX)(SI*1), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(SI*1), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y3
+	VMOVDQU      (DI), Y8
+	VPMADDUBSW   Y8, Y5, Y5
+	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
+	VPADDD       32(DI), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 64(DI), Y8
+	VMULPS       Y7, Y8, Y8
+	VFMADD231PS  Y5, Y8, Y4
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_0_avx2_5_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VPERMILPS    $0x4e, X5, X0
+	VADDPS       X0, X5, X5
+	VPERMILPS    $0xb1, X5, X0
+	VADDPS       X0, X5, X5
+	VMOVSS       X5, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_0_avx2_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0_avx2_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0_avx2_6_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), X7
+	VPSRLW       $0x04, X7, X6
+	VINSERTI128  $0x01, X6, Y7, Y6
+	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
+	VMOVD        (DX)(R8*1), X7
+	VCVTPH2PS    X7, X7
+	VBROADCASTSS X7, Y8
+	VMOVDQU      (CX), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VPADDD       32(CX), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y0
+	VMOVDQU      (CX)(BX*1), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VPADDD       32(CX)(BX*1), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y1
+	VMOVDQU      (CX)(BX*2), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VPADDD       32(CX)(BX*2), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*2), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y2
+	VMOVDQU      (CX)(SI*1), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VPADDD       32(CX)(SI*1), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(SI*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y3
+	VMOVDQU      (DI), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VPADDD       32(DI), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(DI), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y4
+	VMOVDQU      (DI)(BX*1), Y9
+	VPMADDUBSW   Y9, Y6, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VPADDD       32(DI)(BX*1), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(DI)(BX*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VFMADD231PS  Y6, Y9, Y5
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_0_avx2_6_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VPERMILPS    $0x4e, X6, X0
+	VADDPS       X0, X6, X6
+	VPERMILPS    $0xb1, X6, X0
+	VADDPS       X0, X6, X6
+	VMOVSS       X6, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_0_avx2_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0_avx2_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0_avx2_7_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y7
+	VPAND        nib0F_avx2<>+0(SB), Y7, Y7
+	VMOVD        (DX)(R8*1), X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y9
+	VMOVDQU      (CX), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(CX), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y0
+	VMOVDQU      (CX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(CX)(BX*1), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y1
+	VMOVDQU      (CX)(BX*2), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(CX)(BX*2), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*2), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y2
+	VMOVDQU      (CX)(SI*1), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(CX)(SI*1), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(SI*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y3
+	VMOVDQU      (DI), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(DI), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(DI), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y4
+	VMOVDQU      (DI)(BX*1), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VPADDD       32(DI)(BX*1), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(DI)(BX*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y5
+	VMOVDQU      (DI)(BX*2), Y10
+	VPMADDUBSW   Y10, Y7, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VPADDD       32(DI)(BX*2), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DI)(BX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VFMADD231PS  Y7, Y10, Y6
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_0_avx2_7_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X7
+	VADDPS       X7, X0, X7
+	VPERMILPS    $0x4e, X7, X0
+	VADDPS       X0, X7, X7
+	VPERMILPS    $0xb1, X7, X0
+	VADDPS       X0, X7, X7
+	VMOVSS       X7, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_0_avx2_8(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_0_avx2_8_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_0_avx2_8_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (DX)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVDQU      (CX), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(CX), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VMOVDQU      (CX)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(CX)(BX*1), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y1
+	VMOVDQU      (CX)(BX*2), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(CX)(BX*2), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y2
+	VMOVDQU      (CX)(SI*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(CX)(SI*1), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(SI*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y3
+	VMOVDQU      (DI), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(DI), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VMOVDQU      (DI)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(DI)(BX*1), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y5
+	VMOVDQU      (DI)(BX*2), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VPADDD       32(DI)(BX*2), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y6
+	VMOVDQU      (DI)(SI*1), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VPADDD       32(DI)(SI*1), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(DI)(SI*1), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y7
+	ADDQ         $0x00000012, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_0_avx2_8_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VPERMILPS    $0x4e, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0xb1, X8, X0
+	VADDPS       X0, X8, X8
+	VMOVSS       X8, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(BX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_8_rows
+	VZEROUPPER
+	RET
+
 // func gemmQ4_1_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
 // Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
 TEXT ·gemmQ4_1_avx2_1(SB), NOSPLIT, $0-64
@@ -817,11 +1421,9 @@ gemmQ4_1_avx2_3_rows:
 	IMULQ  AX, DX
 	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
+	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	VXORPS X3, X3, X3
-	VXORPS Y4, Y4, Y4
-	VXORPS X5, X5, X5
+	VXORPS Y3, Y3, Y3
 	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
@@ -830,38 +1432,37 @@ gemmQ4_1_avx2_3_rows:
 
 gemmQ4_1_avx2_3_blocks:
 	PREFETCHT0   4096(DX)(SI*1)
-	VMOVDQU      4(DX)(SI*1), X7
-	VPSRLW       $0x04, X7, X6
-	VINSERTI128  $0x01, X6, Y7, Y6
-	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
-	VMOVD        (DX)(SI*1), X7
-	VCVTPH2PS    X7, X7
-	VBROADCASTSS X7, Y8
-	VMOVSHDUP    X7, X7
-	VMOVDQU      (CX), Y9
-	VPMADDUBSW   Y9, Y6, Y9
-	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX), Y10
-	VMULPS       Y8, Y10, Y10
-	VFMADD231PS  Y9, Y10, Y0
-	VFMADD231SS  68(CX), X7, X1
-	VMOVDQU      (CX)(BX*1), Y9
-	VPMADDUBSW   Y9, Y6, Y9
-	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*1), Y10
-	VMULPS       Y8, Y10, Y10
-	VFMADD231PS  Y9, Y10, Y2
-	VFMADD231SS  68(CX)(BX*1), X7, X3
-	VMOVDQU      (CX)(BX*2), Y9
-	VPMADDUBSW   Y9, Y6, Y6
-	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(CX)(BX*2), Y9
-	VMULPS       Y8, Y9, Y9
-	VFMADD231PS  Y6, Y9, Y4
-	VFMADD231SS  68(CX)(BX*2), X7, X5
+	VMOVDQU      4(DX)(SI*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (DX)(SI*1), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVSHDUP    X5, X5
+	VBROADCASTSS X5, Y7
+	VFMADD231PS  32(CX), Y7, Y3
+	VMOVDQU      (CX), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VMOVDQU      (CX)(BX*1), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(CX)(BX*1), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y1
+	VMOVDQU      (CX)(BX*2), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(CX)(BX*2), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y2
 	ADDQ         $0x00000014, SI
 	ADDQ         $0x00000048, CX
 	DECQ         DI
@@ -871,29 +1472,32 @@ gemmQ4_1_avx2_3_blocks:
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VPERMILPS    $0x4e, X6, X0
-	VADDPS       X0, X6, X6
-	VPERMILPS    $0xb1, X6, X0
-	VADDPS       X0, X6, X6
-	VADDSS       X1, X6, X6
-	VMOVSS       X6, (CX)
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0x00, X3, X0
+	VADDSS       X0, X4, X4
+	VMOVSS       X4, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X3, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
 	VPERMILPS    $0x4e, X0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VADDSS       X3, X0, X0
-	VMOVSS       X0, (CX)(DX*1)
-	VEXTRACTF128 $0x01, Y4, X0
-	VADDPS       X0, X4, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X5, X0, X0
+	VPERMILPS    $0xaa, X3, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
 	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
@@ -915,13 +1519,10 @@ gemmQ4_1_avx2_4_rows:
 	IMULQ  AX, DX
 	ADDQ   CX, DX
 	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
+	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	VXORPS X3, X3, X3
+	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-	VXORPS X5, X5, X5
-	VXORPS Y6, Y6, Y6
-	VXORPS X7, X7, X7
 	MOVQ   act+24(FP), CX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
@@ -930,46 +1531,44 @@ gemmQ4_1_avx2_4_rows:
 
 gemmQ4_1_avx2_4_blocks:
 	PREFETCHT0   4096(DX)(DI*1)
-	VMOVDQU      4(DX)(DI*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (DX)(DI*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (CX), Y11
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX), Y12
-	VMULPS       Y10, Y12, Y12
-	VFMADD231PS  Y11, Y12, Y0
-	VFMADD231SS  68(CX), X9, X1
-	VMOVDQU      (CX)(BX*1), Y11
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*1), Y12
-	VMULPS       Y10, Y12, Y12
-	VFMADD231PS  Y11, Y12, Y2
-	VFMADD231SS  68(CX)(BX*1), X9, X3
-	VMOVDQU      (CX)(BX*2), Y11
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*2), Y12
-	VMULPS       Y10, Y12, Y12
-	VFMADD231PS  Y11, Y12, Y4
-	VFMADD231SS  68(CX)(BX*2), X9, X5
-	VMOVDQU      (CX)(SI*1), Y11
-	VPMADDUBSW   Y11, Y8, Y8
+	VMOVDQU      4(DX)(DI*1), X6
+	VPSRLW       $0x04, X6, X5
+	VINSERTI128  $0x01, X5, Y6, Y5
+	VPAND        nib0F_avx2<>+0(SB), Y5, Y5
+	VMOVD        (DX)(DI*1), X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS X6, Y7
+	VMOVSHDUP    X6, X6
+	VBROADCASTSS X6, Y8
+	VFMADD231PS  32(CX), Y8, Y4
+	VMOVDQU      (CX), Y8
+	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(SI*1), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y6
-	VFMADD231SS  68(CX)(SI*1), X9, X7
+	VBROADCASTSS 64(CX), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VMOVDQU      (CX)(BX*1), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*1), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VMOVDQU      (CX)(BX*2), Y8
+	VPMADDUBSW   Y8, Y5, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*2), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VMOVDQU      (CX)(SI*1), Y8
+	VPMADDUBSW   Y8, Y5, Y5
+	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 64(CX)(SI*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VFMADD231PS  Y5, Y8, Y3
 	ADDQ         $0x00000014, DI
 	ADDQ         $0x00000048, CX
 	DECQ         R8
@@ -979,42 +1578,702 @@ gemmQ4_1_avx2_4_blocks:
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X8
-	VADDPS       X8, X0, X8
-	VPERMILPS    $0x4e, X8, X0
-	VADDPS       X0, X8, X8
-	VPERMILPS    $0xb1, X8, X0
-	VADDPS       X0, X8, X8
-	VADDSS       X1, X8, X8
-	VMOVSS       X8, (CX)
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VPERMILPS    $0x4e, X5, X0
+	VADDPS       X0, X5, X5
+	VPERMILPS    $0xb1, X5, X0
+	VADDPS       X0, X5, X5
+	VPERMILPS    $0x00, X4, X0
+	VADDSS       X0, X5, X5
+	VMOVSS       X5, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
 	VPERMILPS    $0x4e, X0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VADDSS       X3, X0, X0
+	VPERMILPS    $0xaa, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xff, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_4_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_1_avx2_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1_avx2_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1_avx2_5_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      4(DX)(R8*1), X7
+	VPSRLW       $0x04, X7, X6
+	VINSERTI128  $0x01, X6, Y7, Y6
+	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
+	VMOVD        (DX)(R8*1), X7
+	VCVTPH2PS    X7, X7
+	VBROADCASTSS X7, Y8
+	VMOVSHDUP    X7, X7
+	VBROADCASTSS X7, Y9
+	VFMADD231PS  32(CX), Y9, Y5
+	VMOVDQU      (CX), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y0
+	VMOVDQU      (CX)(BX*1), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y1
+	VMOVDQU      (CX)(BX*2), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*2), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y2
+	VMOVDQU      (CX)(SI*1), Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(SI*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y3
+	VMOVDQU      (DI), Y9
+	VPMADDUBSW   Y9, Y6, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VFMADD231PS  Y6, Y9, Y4
+	ADDQ         $0x00000014, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_1_avx2_5_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VPERMILPS    $0x4e, X6, X0
+	VADDPS       X0, X6, X6
+	VPERMILPS    $0xb1, X6, X0
+	VADDPS       X0, X6, X6
+	VPERMILPS    $0x00, X5, X0
+	VADDSS       X0, X6, X6
+	VMOVSS       X6, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X5, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xaa, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xff, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
 	VEXTRACTF128 $0x01, Y4, X0
 	VADDPS       X0, X4, X0
 	VPERMILPS    $0x4e, X0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VADDSS       X5, X0, X0
+	VEXTRACTF128 $0x01, Y5, X1
+	VPERMILPS    $0x00, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_1_avx2_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1_avx2_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1_avx2_6_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      4(DX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y7
+	VPAND        nib0F_avx2<>+0(SB), Y7, Y7
+	VMOVD        (DX)(R8*1), X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y9
+	VMOVSHDUP    X8, X8
+	VBROADCASTSS X8, Y10
+	VFMADD231PS  32(CX), Y10, Y6
+	VMOVDQU      (CX), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y0
+	VMOVDQU      (CX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y1
+	VMOVDQU      (CX)(BX*2), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*2), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y2
+	VMOVDQU      (CX)(SI*1), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(SI*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y3
+	VMOVDQU      (DI), Y10
+	VPMADDUBSW   Y10, Y7, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(DI), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y4
+	VMOVDQU      (DI)(BX*1), Y10
+	VPMADDUBSW   Y10, Y7, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DI)(BX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VFMADD231PS  Y7, Y10, Y5
+	ADDQ         $0x00000014, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_1_avx2_6_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X7
+	VADDPS       X7, X0, X7
+	VPERMILPS    $0x4e, X7, X0
+	VADDPS       X0, X7, X7
+	VPERMILPS    $0xb1, X7, X0
+	VADDPS       X0, X7, X7
+	VPERMILPS    $0x00, X6, X0
+	VADDSS       X0, X7, X7
+	VMOVSS       X7, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X6, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xaa, X6, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xff, X6, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y6, X1
+	VPERMILPS    $0x00, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y6, X1
+	VPERMILPS    $0x55, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_1_avx2_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1_avx2_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1_avx2_7_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      4(DX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
+	VMOVD        (DX)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y10
+	VMOVSHDUP    X9, X9
+	VBROADCASTSS X9, Y11
+	VFMADD231PS  32(CX), Y11, Y7
+	VMOVDQU      (CX), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VMOVDQU      (CX)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y1
+	VMOVDQU      (CX)(BX*2), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y2
+	VMOVDQU      (CX)(SI*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(SI*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y3
+	VMOVDQU      (DI), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VMOVDQU      (DI)(BX*1), Y11
+	VPMADDUBSW   Y11, Y8, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y5
+	VMOVDQU      (DI)(BX*2), Y11
+	VPMADDUBSW   Y11, Y8, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(DI)(BX*2), Y11
+	VMULPS       Y10, Y11, Y11
+	VFMADD231PS  Y8, Y11, Y6
+	ADDQ         $0x00000014, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_1_avx2_7_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VPERMILPS    $0x4e, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0xb1, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0x00, X7, X0
+	VADDSS       X0, X8, X8
+	VMOVSS       X8, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X7, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xaa, X7, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xff, X7, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y7, X1
+	VPERMILPS    $0x00, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y7, X1
+	VPERMILPS    $0x55, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
 	VEXTRACTF128 $0x01, Y6, X0
 	VADDPS       X0, X6, X0
 	VPERMILPS    $0x4e, X0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VADDSS       X7, X0, X0
-	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y7, X1
+	VPERMILPS    $0xaa, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
 	ADDQ         $0x01, AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
-	JL           gemmQ4_1_avx2_4_rows
+	JL           gemmQ4_1_avx2_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ4_1_avx2_8(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ4_1_avx2_8_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ4_1_avx2_8_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      4(DX)(R8*1), X10
+	VPSRLW       $0x04, X10, X9
+	VINSERTI128  $0x01, X9, Y10, Y9
+	VPAND        nib0F_avx2<>+0(SB), Y9, Y9
+	VMOVD        (DX)(R8*1), X10
+	VCVTPH2PS    X10, X10
+	VBROADCASTSS X10, Y11
+	VMOVSHDUP    X10, X10
+	VBROADCASTSS X10, Y12
+	VFMADD231PS  32(CX), Y12, Y8
+	VMOVDQU      (CX), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(CX), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y0
+	VMOVDQU      (CX)(BX*1), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(CX)(BX*1), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y1
+	VMOVDQU      (CX)(BX*2), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(CX)(BX*2), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y2
+	VMOVDQU      (CX)(SI*1), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(CX)(SI*1), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y3
+	VMOVDQU      (DI), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(DI), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y4
+	VMOVDQU      (DI)(BX*1), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(DI)(BX*1), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y5
+	VMOVDQU      (DI)(BX*2), Y12
+	VPMADDUBSW   Y12, Y9, Y12
+	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VBROADCASTSS 64(DI)(BX*2), Y13
+	VMULPS       Y11, Y13, Y13
+	VFMADD231PS  Y12, Y13, Y6
+	VMOVDQU      (DI)(SI*1), Y12
+	VPMADDUBSW   Y12, Y9, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(DI)(SI*1), Y12
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y9, Y12, Y7
+	ADDQ         $0x00000014, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ4_1_avx2_8_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
+	VPERMILPS    $0x4e, X9, X0
+	VADDPS       X0, X9, X9
+	VPERMILPS    $0xb1, X9, X0
+	VADDPS       X0, X9, X9
+	VPERMILPS    $0x00, X8, X0
+	VADDSS       X0, X9, X9
+	VMOVSS       X9, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x55, X8, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xaa, X8, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xff, X8, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y8, X1
+	VPERMILPS    $0x00, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y8, X1
+	VPERMILPS    $0x55, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y8, X1
+	VPERMILPS    $0xaa, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y8, X1
+	VPERMILPS    $0xff, X1, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)(BX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_8_rows
 	VZEROUPPER
 	RET
 
@@ -1477,5 +2736,601 @@ gemmQ8_0_avx2_4_blocks:
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_4_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ8_0_avx2_5(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0_avx2_5_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0_avx2_5_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), Y5
+	VPABSB       Y5, Y6
+	VMOVD        (DX)(R8*1), X7
+	VCVTPH2PS    X7, X7
+	VBROADCASTSS X7, Y7
+	VMOVDQU      (CX), Y8
+	VPSIGNB      Y5, Y8, Y8
+	VPMADDUBSW   Y8, Y6, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VMOVDQU      (CX)(BX*1), Y8
+	VPSIGNB      Y5, Y8, Y8
+	VPMADDUBSW   Y8, Y6, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*1), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VMOVDQU      (CX)(BX*2), Y8
+	VPSIGNB      Y5, Y8, Y8
+	VPMADDUBSW   Y8, Y6, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(BX*2), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VMOVDQU      (CX)(SI*1), Y8
+	VPSIGNB      Y5, Y8, Y8
+	VPMADDUBSW   Y8, Y6, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(CX)(SI*1), Y9
+	VMULPS       Y7, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y3
+	VMOVDQU      (DI), Y8
+	VPSIGNB      Y5, Y8, Y8
+	VPMADDUBSW   Y8, Y6, Y5
+	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 64(DI), Y6
+	VMULPS       Y7, Y6, Y6
+	VFMADD231PS  Y5, Y6, Y4
+	ADDQ         $0x00000022, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ8_0_avx2_5_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VPERMILPS    $0x4e, X5, X0
+	VADDPS       X0, X5, X5
+	VPERMILPS    $0xb1, X5, X0
+	VADDPS       X0, X5, X5
+	VMOVSS       X5, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_5_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ8_0_avx2_6(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0_avx2_6_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0_avx2_6_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), Y6
+	VPABSB       Y6, Y7
+	VMOVD        (DX)(R8*1), X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VMOVDQU      (CX), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y0
+	VMOVDQU      (CX)(BX*1), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y1
+	VMOVDQU      (CX)(BX*2), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(BX*2), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y2
+	VMOVDQU      (CX)(SI*1), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(CX)(SI*1), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y3
+	VMOVDQU      (DI), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 64(DI), Y10
+	VMULPS       Y8, Y10, Y10
+	VFMADD231PS  Y9, Y10, Y4
+	VMOVDQU      (DI)(BX*1), Y9
+	VPSIGNB      Y6, Y9, Y9
+	VPMADDUBSW   Y9, Y7, Y6
+	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 64(DI)(BX*1), Y7
+	VMULPS       Y8, Y7, Y7
+	VFMADD231PS  Y6, Y7, Y5
+	ADDQ         $0x00000022, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ8_0_avx2_6_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VPERMILPS    $0x4e, X6, X0
+	VADDPS       X0, X6, X6
+	VPERMILPS    $0xb1, X6, X0
+	VADDPS       X0, X6, X6
+	VMOVSS       X6, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_6_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ8_0_avx2_7(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0_avx2_7_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0_avx2_7_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), Y7
+	VPABSB       Y7, Y8
+	VMOVD        (DX)(R8*1), X9
+	VCVTPH2PS    X9, X9
+	VBROADCASTSS X9, Y9
+	VMOVDQU      (CX), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y0
+	VMOVDQU      (CX)(BX*1), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y1
+	VMOVDQU      (CX)(BX*2), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(BX*2), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y2
+	VMOVDQU      (CX)(SI*1), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(CX)(SI*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y3
+	VMOVDQU      (DI), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(DI), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y4
+	VMOVDQU      (DI)(BX*1), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y10
+	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VBROADCASTSS 64(DI)(BX*1), Y11
+	VMULPS       Y9, Y11, Y11
+	VFMADD231PS  Y10, Y11, Y5
+	VMOVDQU      (DI)(BX*2), Y10
+	VPSIGNB      Y7, Y10, Y10
+	VPMADDUBSW   Y10, Y8, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DI)(BX*2), Y8
+	VMULPS       Y9, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y6
+	ADDQ         $0x00000022, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ8_0_avx2_7_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X7
+	VADDPS       X7, X0, X7
+	VPERMILPS    $0x4e, X7, X0
+	VADDPS       X0, X7, X7
+	VPERMILPS    $0xb1, X7, X0
+	VADDPS       X0, X7, X7
+	VMOVSS       X7, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_7_rows
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·gemmQ8_0_avx2_8(SB), NOSPLIT, $0-64
+	XORQ AX, AX
+
+gemmQ8_0_avx2_8_rows:
+	MOVQ   w+0(FP), CX
+	MOVQ   rowBytes+8(FP), DX
+	MOVQ   rows+16(FP), BX
+	SUBQ   AX, BX
+	IMULQ  AX, DX
+	ADDQ   CX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   act+24(FP), CX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	LEAQ   (CX)(BX*4), DI
+	XORQ   R8, R8
+	MOVQ   nb+40(FP), R9
+
+gemmQ8_0_avx2_8_blocks:
+	PREFETCHT0   4096(DX)(R8*1)
+	VMOVDQU      2(DX)(R8*1), Y8
+	VPABSB       Y8, Y9
+	VMOVD        (DX)(R8*1), X10
+	VCVTPH2PS    X10, X10
+	VBROADCASTSS X10, Y10
+	VMOVDQU      (CX), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VMOVDQU      (CX)(BX*1), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y1
+	VMOVDQU      (CX)(BX*2), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y2
+	VMOVDQU      (CX)(SI*1), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(CX)(SI*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y3
+	VMOVDQU      (DI), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VMOVDQU      (DI)(BX*1), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI)(BX*1), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y5
+	VMOVDQU      (DI)(BX*2), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y11
+	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 64(DI)(BX*2), Y12
+	VMULPS       Y10, Y12, Y12
+	VFMADD231PS  Y11, Y12, Y6
+	VMOVDQU      (DI)(SI*1), Y11
+	VPSIGNB      Y8, Y11, Y11
+	VPMADDUBSW   Y11, Y9, Y8
+	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS 64(DI)(SI*1), Y9
+	VMULPS       Y10, Y9, Y9
+	VFMADD231PS  Y8, Y9, Y7
+	ADDQ         $0x00000022, R8
+	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000048, DI
+	DECQ         R9
+	JNZ          gemmQ8_0_avx2_8_blocks
+	MOVQ         dst+48(FP), CX
+	MOVQ         dstStride+56(FP), DX
+	IMUL3Q       $0x00000004, DX, DX
+	LEAQ         (DX)(DX*2), BX
+	LEAQ         (CX)(DX*4), SI
+	LEAQ         (CX)(AX*4), CX
+	LEAQ         (SI)(AX*4), SI
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VPERMILPS    $0x4e, X8, X0
+	VADDPS       X0, X8, X8
+	VPERMILPS    $0xb1, X8, X0
+	VADDPS       X0, X8, X8
+	VMOVSS       X8, (CX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*1)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(DX*2)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (CX)(BX*1)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*1)
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(DX*2)
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)(BX*1)
+	ADDQ         $0x01, AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_8_rows
 	VZEROUPPER
 	RET

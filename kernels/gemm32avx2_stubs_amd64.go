@@ -24,6 +24,26 @@ func gemmQ4_0_avx2_3(w *byte, rowBytes int, rows int, act *byte, actStride int, 
 //go:noescape
 func gemmQ4_0_avx2_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
 
+// gemmQ4_0_avx2_5 multiplies rows weight rows of type Q4_0 with 5 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_0_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0_avx2_6 multiplies rows weight rows of type Q4_0 with 6 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_0_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0_avx2_7 multiplies rows weight rows of type Q4_0 with 7 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_0_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_0_avx2_8 multiplies rows weight rows of type Q4_0 with 8 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_0_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
 // gemmQ4_1_avx2_1 multiplies rows weight rows of type Q4_1 with 1 activation rows of records (AVX2).
 //
 //go:noescape
@@ -44,6 +64,26 @@ func gemmQ4_1_avx2_3(w *byte, rowBytes int, rows int, act *byte, actStride int, 
 //go:noescape
 func gemmQ4_1_avx2_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
 
+// gemmQ4_1_avx2_5 multiplies rows weight rows of type Q4_1 with 5 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_1_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1_avx2_6 multiplies rows weight rows of type Q4_1 with 6 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_1_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1_avx2_7 multiplies rows weight rows of type Q4_1 with 7 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_1_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ4_1_avx2_8 multiplies rows weight rows of type Q4_1 with 8 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ4_1_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
 // gemmQ8_0_avx2_1 multiplies rows weight rows of type Q8_0 with 1 activation rows of records (AVX2).
 //
 //go:noescape
@@ -63,3 +103,23 @@ func gemmQ8_0_avx2_3(w *byte, rowBytes int, rows int, act *byte, actStride int, 
 //
 //go:noescape
 func gemmQ8_0_avx2_4(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0_avx2_5 multiplies rows weight rows of type Q8_0 with 5 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ8_0_avx2_5(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0_avx2_6 multiplies rows weight rows of type Q8_0 with 6 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ8_0_avx2_6(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0_avx2_7 multiplies rows weight rows of type Q8_0 with 7 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ8_0_avx2_7(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmQ8_0_avx2_8 multiplies rows weight rows of type Q8_0 with 8 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmQ8_0_avx2_8(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)

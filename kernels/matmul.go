@@ -47,11 +47,12 @@ const convParallelMin = 16
 func (p *Pool) convert(j *matmulJob) {
 	if p.threads == 1 || j.n < convParallelMin {
 		j.convert(0, j.n)
-		return
+	} else {
+		j.convRows = (j.n + 4*p.threads - 1) / (4 * p.threads)
+		p.run(j, (j.n+j.convRows-1)/j.convRows)
+		j.convRows = 0
 	}
-	j.convRows = (j.n + 4*p.threads - 1) / (4 * p.threads)
-	p.run(j, (j.n+j.convRows-1)/j.convRows)
-	j.convRows = 0
+	j.converted()
 }
 
 // newMatmulJob converts x into act and returns the job computing dst (see
@@ -59,6 +60,7 @@ func (p *Pool) convert(j *matmulJob) {
 func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
 	j := planMatmul(k, act, dot, dst, w, x, n, threads)
 	j.convert(0, n)
+	j.converted()
 	return j
 }
 
@@ -103,6 +105,13 @@ func (j *matmulJob) convert(t0, t1 int) {
 		j.act.recordsRRows(t0, t1)
 	default:
 		j.act.records32Rows(j.k, g.bias, t0, t1)
+	}
+}
+
+// converted completes the records once every row is converted.
+func (j *matmulJob) converted() {
+	if g := j.gemm; g != nil && g.sAhead {
+		j.act.sAhead(j.n)
 	}
 }
 

@@ -128,5 +128,5 @@ func samePrep(k *impl, a, b Weight) bool {
 	if ga == nil || gb == nil {
 		return ga == nil && gb == nil
 	}
-	return ga == gb || ga.kq == gb.kq && ga.rq == gb.rq && ga.bias == gb.bias
+	return ga == gb || ga.kq == gb.kq && ga.rq == gb.rq && ga.sAhead == gb.sAhead && ga.bias == gb.bias
 }

@@ -17,7 +17,17 @@ import (
 // 15, and Q8_0 multiplies |w| by y with w's sign. Q4_0's −8 offset comes
 // from the records' correction (bias 8); Q8_0 needs none (records with
 // bias 0).
-const gemm32TileAVX2 = 4
+//
+// In tiles of more than two activation rows, Q4_1's Σ m·s is accumulated
+// for all of them at once, one lane each: types with mins have no
+// correction, and their records carry in its place the s of the block for
+// the record's row and the 7 after it (recSAhead, written by
+// actRows.sAhead), so a tile reads the s of its rows with one load.
+// Narrower tiles keep one scalar FMA per row, which costs them less.
+const (
+	gemm32TileAVX2 = 8
+	recSAhead      = recCorr
+)
 
 func genGemm32AVX2() {
 	for _, bt := range blockTypes {
@@ -38,8 +48,13 @@ type gemm32v struct {
 	off  reg.GPVirtual   // byte offset of the current block in a row
 	act  strided
 	acc  [][]reg.VecVirtual // (nr, na) YMM lanes
-	summ [][]reg.VecVirtual // (nr, na) Q4_1: Σ m·s in lane 0 of an XMM
+	summ []reg.VecVirtual   // (nr) Q4_1, vecSumm: Σ m·s of activation row a in lane a
+	sums [][]reg.VecVirtual // (nr, na) Q4_1, !vecSumm: Σ m·s in lane 0 of an XMM
 }
+
+// vecSumm reports whether the kernel accumulates Σ m·s across activation
+// rows in one register per weight row.
+func (g *gemm32v) vecSumm() bool { return g.bt.min && g.na > 2 }
 
 // rowsPerPass is how many weight rows a kernel of na activation rows takes
 // at once: enough independent accumulators to hide the FMA latency, few
@@ -57,17 +72,21 @@ func (g *gemm32v) gen() {
 	XORQ(r, r)
 	Label(g.name() + "_rows")
 	g.rowPointers(r)
-	g.acc, g.summ = make([][]reg.VecVirtual, g.nr), make([][]reg.VecVirtual, g.nr)
+	g.acc, g.summ, g.sums = make([][]reg.VecVirtual, g.nr), make([]reg.VecVirtual, g.nr), make([][]reg.VecVirtual, g.nr)
 	for i := range g.nr {
 		for range g.na {
 			a := YMM()
 			VXORPS(a, a, a)
 			g.acc[i] = append(g.acc[i], a)
-			if g.bt.min {
-				s := XMM()
-				VXORPS(s, s, s)
-				g.summ[i] = append(g.summ[i], s)
+			if g.bt.min && !g.vecSumm() {
+				x := XMM()
+				VXORPS(x, x, x)
+				g.sums[i] = append(g.sums[i], x)
 			}
+		}
+		if g.vecSumm() {
+			g.summ[i] = YMM()
+			VXORPS(g.summ[i], g.summ[i], g.summ[i])
 		}
 	}
 	g.act = loadStrided("act", "actStride", g.na, 1)
@@ -136,10 +155,15 @@ func (g *gemm32v) block(i int) {
 	VMOVD(g.wmem(i, 0), sx)
 	VCVTPH2PS(sx, sx)
 	VBROADCASTSS(sx, dw)
-	var mw reg.VecVirtual
+	var m reg.VecVirtual
 	if g.bt.min {
-		mw = XMM()
-		VMOVSHDUP(sx, mw) // m in lane 0
+		m = XMM()
+		VMOVSHDUP(sx, m) // m in lane 0
+	}
+	if g.vecSumm() {
+		mw := YMM()
+		VBROADCASTSS(m, mw)
+		VFMADD231PS(g.act.at(0, recSAhead), mw, g.summ[i]) // lane a: m·s of row a
 	}
 	ones := constU32("ones16_avx2", 0x00010001, 0x00010001, 0x00010001, 0x00010001,
 		0x00010001, 0x00010001, 0x00010001, 0x00010001)
@@ -161,8 +185,8 @@ func (g *gemm32v) block(i int) {
 		VBROADCASTSS(g.act.at(a, recD), dd)
 		VMULPS(dw, dd, dd) // dw·da, exact
 		VFMADD231PS(p, dd, g.acc[i][a])
-		if g.bt.min {
-			VFMADD231SS(g.act.at(a, recS), mw, g.summ[i][a])
+		if g.bt.min && !g.vecSumm() {
+			VFMADD231SS(g.act.at(a, recS), m, g.sums[i][a])
 		}
 	}
 }
@@ -190,11 +214,26 @@ func (g *gemm32v) store(r reg.GPVirtual) {
 			VADDPS(u, t, t)
 			VPERMILPS(U8(0xb1), t, u)
 			VADDPS(u, t, t)
-			if g.bt.min {
-				VADDSS(g.summ[i][a], t, t)
+			switch {
+			case g.vecSumm():
+				VADDSS(g.lane(g.summ[i], a), t, t)
+			case g.bt.min:
+				VADDSS(g.sums[i][a], t, t)
 			}
 			VMOVSS(t, dst.at(a, 4*i))
 		}
 	}
 	Label(fmt.Sprintf("%s_stored", g.name()))
+}
+
+// lane returns an XMM whose lane 0 is lane a of v.
+func (g *gemm32v) lane(v reg.VecVirtual, a int) reg.VecVirtual {
+	x := XMM()
+	if a < 4 {
+		VPERMILPS(U8(a*0x55), v.AsX(), x)
+		return x
+	}
+	VEXTRACTF128(U8(1), v, x)
+	VPERMILPS(U8((a-4)*0x55), x, x)
+	return x
 }
