@@ -5,157 +5,58 @@
 #include "textflag.h"
 
 // func gemmQ4_0_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ4_0_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_1_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	LEAQ    (CX)(DX*1), DI
-	CMPQ    BX, $0x02
-	CMOVQLE SI, DI
-	LEAQ    (DI)(DX*1), DX
-	CMPQ    BX, $0x03
-	CMOVQLE SI, DX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	MOVQ    act+24(FP), BX
-	MOVQ    actStride+32(FP), R8
-	LEAQ    (R8)(R8*2), R8
-	XORQ    R8, R8
-	MOVQ    nb+40(FP), R9
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), BX
+	MOVQ   nb+40(FP), BX
 
 gemmQ4_0_avx2_1_blocks:
-	PREFETCHT0   4096(SI)(R8*1)
-	PREFETCHT0   4096(CX)(R8*1)
-	PREFETCHT0   4096(DI)(R8*1)
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(SI)(R8*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (SI)(R8*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (BX), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(BX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y0
-	VMOVDQU      2(CX)(R8*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (CX)(R8*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (BX), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(BX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y1
-	VMOVDQU      2(DI)(R8*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (DI)(R8*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (BX), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(BX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y2
-	VMOVDQU      2(DX)(R8*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (DX)(R8*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (BX), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(BX), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y3
-	ADDQ         $0x00000012, R8
-	ADDQ         $0x00000048, BX
-	DECQ         R9
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X2
+	VPSRLW       $0x04, X2, X1
+	VINSERTI128  $0x01, X1, Y2, Y1
+	VPAND        nib0F_avx2<>+0(SB), Y1, Y1
+	VMOVD        (CX), X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS X2, Y3
+	VMOVDQU      (DX), Y4
+	VPMADDUBSW   Y4, Y1, Y1
+	VPMADDWD     ones16_avx2<>+0(SB), Y1, Y1
+	VPADDD       32(DX), Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VBROADCASTSS 64(DX), Y4
+	VMULPS       Y3, Y4, Y4
+	VFMADD231PS  Y1, Y4, Y0
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
+	DECQ         BX
 	JNZ          gemmQ4_0_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VPERMILPS    $0x4e, X4, X0
-	VADDPS       X0, X4, X4
-	VPERMILPS    $0xb1, X4, X0
-	VADDPS       X0, X4, X4
-	VMOVSS       X4, (CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x01
-	JLE          gemmQ4_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x02
-	JLE          gemmQ4_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 8(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x03
-	JLE          gemmQ4_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 12(CX)
-
-gemmQ4_0_avx2_1_stored:
-	ADDQ $0x04, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ4_0_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VPERMILPS    $0x4e, X1, X0
+	VADDPS       X0, X1, X1
+	VPERMILPS    $0xb1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSS       X1, (CX)
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_1_rows
 	VZEROUPPER
 	RET
 
@@ -180,96 +81,63 @@ DATA ones16_avx2<>+28(SB)/4, $0x00010001
 GLOBL ones16_avx2<>(SB), RODATA|NOPTR, $32
 
 // func gemmQ4_0_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ4_0_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_2_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	MOVQ    act+24(FP), DX
-	MOVQ    actStride+32(FP), BX
-	LEAQ    (BX)(BX*2), DI
-	XORQ    DI, DI
-	MOVQ    nb+40(FP), R8
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	MOVQ   nb+40(FP), SI
 
 gemmQ4_0_avx2_2_blocks:
-	PREFETCHT0   4096(SI)(DI*1)
-	PREFETCHT0   4096(CX)(DI*1)
-	VMOVDQU      2(SI)(DI*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (SI)(DI*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (DX), Y7
-	VPMADDUBSW   Y7, Y4, Y7
-	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VPADDD       32(DX), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y6, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (DX)(BX*1), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(DX)(BX*1), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(BX*1), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y1
-	VMOVDQU      2(CX)(DI*1), X5
-	VPSRLW       $0x04, X5, X4
-	VINSERTI128  $0x01, X4, Y5, Y4
-	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (CX)(DI*1), X5
-	VCVTPH2PS    X5, X5
-	VBROADCASTSS X5, Y6
-	VMOVDQU      (DX), Y7
-	VPMADDUBSW   Y7, Y4, Y7
-	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VPADDD       32(DX), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y6, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y2
-	VMOVDQU      (DX)(BX*1), Y7
-	VPMADDUBSW   Y7, Y4, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(DX)(BX*1), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(BX*1), Y7
-	VMULPS       Y6, Y7, Y7
-	VFMADD231PS  Y4, Y7, Y3
-	ADDQ         $0x00000012, DI
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X3
+	VPSRLW       $0x04, X3, X2
+	VINSERTI128  $0x01, X2, Y3, Y2
+	VPAND        nib0F_avx2<>+0(SB), Y2, Y2
+	VMOVD        (CX), X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS X3, Y4
+	VMOVDQU      (DX), Y5
+	VPMADDUBSW   Y5, Y2, Y5
+	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
+	VPADDD       32(DX), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 64(DX), Y6
+	VMULPS       Y4, Y6, Y6
+	VFMADD231PS  Y5, Y6, Y0
+	VMOVDQU      (DX)(BX*1), Y5
+	VPMADDUBSW   Y5, Y2, Y2
+	VPMADDWD     ones16_avx2<>+0(SB), Y2, Y2
+	VPADDD       32(DX)(BX*1), Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS 64(DX)(BX*1), Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y2, Y5, Y1
+	ADDQ         $0x00000012, CX
 	ADDQ         $0x00000048, DX
-	DECQ         R8
+	DECQ         SI
 	JNZ          gemmQ4_0_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VPERMILPS    $0x4e, X4, X0
-	VADDPS       X0, X4, X4
-	VPERMILPS    $0xb1, X4, X0
-	VADDPS       X0, X4, X4
-	VMOVSS       X4, (CX)
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VPERMILPS    $0x4e, X2, X0
+	VADDPS       X0, X2, X2
+	VPERMILPS    $0xb1, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSS       X2, (CX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -277,30 +145,10 @@ gemmQ4_0_avx2_2_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	MOVQ         rows+16(FP), BX
-	SUBQ         AX, BX
-	CMPQ         BX, $0x01
-	JLE          gemmQ4_0_avx2_2_stored
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)(DX*1)
-
-gemmQ4_0_avx2_2_stored:
-	ADDQ $0x02, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ4_0_avx2_2_rows
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_0_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -310,57 +158,54 @@ TEXT ·gemmQ4_0_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_3_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   SI, SI
-	MOVQ   nb+40(FP), DI
+	MOVQ   nb+40(FP), SI
 
 gemmQ4_0_avx2_3_blocks:
-	PREFETCHT0   4096(DX)(SI*1)
-	VMOVDQU      2(DX)(SI*1), X4
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X4
 	VPSRLW       $0x04, X4, X3
 	VINSERTI128  $0x01, X3, Y4, Y3
 	VPAND        nib0F_avx2<>+0(SB), Y3, Y3
-	VMOVD        (DX)(SI*1), X4
+	VMOVD        (CX), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Y5
-	VMOVDQU      (CX), Y6
+	VMOVDQU      (DX), Y6
 	VPMADDUBSW   Y6, Y3, Y6
 	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
-	VPADDD       32(CX), Y6, Y6
+	VPADDD       32(DX), Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(CX), Y7
+	VBROADCASTSS 64(DX), Y7
 	VMULPS       Y5, Y7, Y7
 	VFMADD231PS  Y6, Y7, Y0
-	VMOVDQU      (CX)(BX*1), Y6
+	VMOVDQU      (DX)(BX*1), Y6
 	VPMADDUBSW   Y6, Y3, Y6
 	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
-	VPADDD       32(CX)(BX*1), Y6, Y6
+	VPADDD       32(DX)(BX*1), Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(CX)(BX*1), Y7
+	VBROADCASTSS 64(DX)(BX*1), Y7
 	VMULPS       Y5, Y7, Y7
 	VFMADD231PS  Y6, Y7, Y1
-	VMOVDQU      (CX)(BX*2), Y6
+	VMOVDQU      (DX)(BX*2), Y6
 	VPMADDUBSW   Y6, Y3, Y3
 	VPMADDWD     ones16_avx2<>+0(SB), Y3, Y3
-	VPADDD       32(CX)(BX*2), Y3, Y3
+	VPADDD       32(DX)(BX*2), Y3, Y3
 	VCVTDQ2PS    Y3, Y3
-	VBROADCASTSS 64(CX)(BX*2), Y6
+	VBROADCASTSS 64(DX)(BX*2), Y6
 	VMULPS       Y5, Y6, Y6
 	VFMADD231PS  Y3, Y6, Y2
-	ADDQ         $0x00000012, SI
-	ADDQ         $0x00000048, CX
-	DECQ         DI
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
+	DECQ         SI
 	JNZ          gemmQ4_0_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -388,7 +233,7 @@ gemmQ4_0_avx2_3_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_3_rows
@@ -401,66 +246,63 @@ TEXT ·gemmQ4_0_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_4_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   DI, DI
-	MOVQ   nb+40(FP), R8
+	MOVQ   nb+40(FP), DI
 
 gemmQ4_0_avx2_4_blocks:
-	PREFETCHT0   4096(DX)(DI*1)
-	VMOVDQU      2(DX)(DI*1), X5
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
 	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (DX)(DI*1), X5
+	VMOVD        (CX), X5
 	VCVTPH2PS    X5, X5
 	VBROADCASTSS X5, Y6
-	VMOVDQU      (CX), Y7
+	VMOVDQU      (DX), Y7
 	VPMADDUBSW   Y7, Y4, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VPADDD       32(CX), Y7, Y7
+	VPADDD       32(DX), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX), Y8
+	VBROADCASTSS 64(DX), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (CX)(BX*1), Y7
+	VMOVDQU      (DX)(BX*1), Y7
 	VPMADDUBSW   Y7, Y4, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VPADDD       32(CX)(BX*1), Y7, Y7
+	VPADDD       32(DX)(BX*1), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX)(BX*1), Y8
+	VBROADCASTSS 64(DX)(BX*1), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y1
-	VMOVDQU      (CX)(BX*2), Y7
+	VMOVDQU      (DX)(BX*2), Y7
 	VPMADDUBSW   Y7, Y4, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VPADDD       32(CX)(BX*2), Y7, Y7
+	VPADDD       32(DX)(BX*2), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX)(BX*2), Y8
+	VBROADCASTSS 64(DX)(BX*2), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y2
-	VMOVDQU      (CX)(SI*1), Y7
+	VMOVDQU      (DX)(SI*1), Y7
 	VPMADDUBSW   Y7, Y4, Y4
 	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VPADDD       32(CX)(SI*1), Y4, Y4
+	VPADDD       32(DX)(SI*1), Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(CX)(SI*1), Y7
+	VBROADCASTSS 64(DX)(SI*1), Y7
 	VMULPS       Y6, Y7, Y7
 	VFMADD231PS  Y4, Y7, Y3
-	ADDQ         $0x00000012, DI
-	ADDQ         $0x00000048, CX
-	DECQ         R8
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
+	DECQ         DI
 	JNZ          gemmQ4_0_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -495,7 +337,7 @@ gemmQ4_0_avx2_4_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_4_rows
@@ -508,63 +350,60 @@ TEXT ·gemmQ4_0_avx2_5(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_5_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_0_avx2_5_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), X6
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X6
 	VPSRLW       $0x04, X6, X5
 	VINSERTI128  $0x01, X5, Y6, Y5
 	VPAND        nib0F_avx2<>+0(SB), Y5, Y5
-	VMOVD        (DX)(R8*1), X6
+	VMOVD        (CX), X6
 	VCVTPH2PS    X6, X6
 	VBROADCASTSS X6, Y7
-	VMOVDQU      (CX), Y8
+	VMOVDQU      (DX), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VPADDD       32(CX), Y8, Y8
+	VPADDD       32(DX), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX), Y9
+	VBROADCASTSS 64(DX), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y0
-	VMOVDQU      (CX)(BX*1), Y8
+	VMOVDQU      (DX)(BX*1), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VPADDD       32(CX)(BX*1), Y8, Y8
+	VPADDD       32(DX)(BX*1), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*1), Y9
+	VBROADCASTSS 64(DX)(BX*1), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      (CX)(BX*2), Y8
+	VMOVDQU      (DX)(BX*2), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VPADDD       32(CX)(BX*2), Y8, Y8
+	VPADDD       32(DX)(BX*2), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*2), Y9
+	VBROADCASTSS 64(DX)(BX*2), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      (CX)(SI*1), Y8
+	VMOVDQU      (DX)(SI*1), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VPADDD       32(CX)(SI*1), Y8, Y8
+	VPADDD       32(DX)(SI*1), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(SI*1), Y9
+	VBROADCASTSS 64(DX)(SI*1), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y3
 	VMOVDQU      (DI), Y8
@@ -575,10 +414,10 @@ gemmQ4_0_avx2_5_blocks:
 	VBROADCASTSS 64(DI), Y8
 	VMULPS       Y7, Y8, Y8
 	VFMADD231PS  Y5, Y8, Y4
-	ADDQ         $0x00000012, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_5_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -622,7 +461,7 @@ gemmQ4_0_avx2_5_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_5_rows
@@ -635,64 +474,61 @@ TEXT ·gemmQ4_0_avx2_6(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_6_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_0_avx2_6_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), X7
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X7
 	VPSRLW       $0x04, X7, X6
 	VINSERTI128  $0x01, X6, Y7, Y6
 	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
-	VMOVD        (DX)(R8*1), X7
+	VMOVD        (CX), X7
 	VCVTPH2PS    X7, X7
 	VBROADCASTSS X7, Y8
-	VMOVDQU      (CX), Y9
+	VMOVDQU      (DX), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VPADDD       32(CX), Y9, Y9
+	VPADDD       32(DX), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX), Y10
+	VBROADCASTSS 64(DX), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y0
-	VMOVDQU      (CX)(BX*1), Y9
+	VMOVDQU      (DX)(BX*1), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VPADDD       32(CX)(BX*1), Y9, Y9
+	VPADDD       32(DX)(BX*1), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*1), Y10
+	VBROADCASTSS 64(DX)(BX*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y1
-	VMOVDQU      (CX)(BX*2), Y9
+	VMOVDQU      (DX)(BX*2), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VPADDD       32(CX)(BX*2), Y9, Y9
+	VPADDD       32(DX)(BX*2), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*2), Y10
+	VBROADCASTSS 64(DX)(BX*2), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y2
-	VMOVDQU      (CX)(SI*1), Y9
+	VMOVDQU      (DX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
-	VPADDD       32(CX)(SI*1), Y9, Y9
+	VPADDD       32(DX)(SI*1), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(SI*1), Y10
+	VBROADCASTSS 64(DX)(SI*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y3
 	VMOVDQU      (DI), Y9
@@ -711,10 +547,10 @@ gemmQ4_0_avx2_6_blocks:
 	VBROADCASTSS 64(DI)(BX*1), Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y5
-	ADDQ         $0x00000012, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_6_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -765,7 +601,7 @@ gemmQ4_0_avx2_6_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_6_rows
@@ -778,12 +614,10 @@ TEXT ·gemmQ4_0_avx2_7(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_7_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -791,52 +625,51 @@ gemmQ4_0_avx2_7_rows:
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_0_avx2_7_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), X8
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y7
 	VPAND        nib0F_avx2<>+0(SB), Y7, Y7
-	VMOVD        (DX)(R8*1), X8
+	VMOVD        (CX), X8
 	VCVTPH2PS    X8, X8
 	VBROADCASTSS X8, Y9
-	VMOVDQU      (CX), Y10
+	VMOVDQU      (DX), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
-	VPADDD       32(CX), Y10, Y10
+	VPADDD       32(DX), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX), Y11
+	VBROADCASTSS 64(DX), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y0
-	VMOVDQU      (CX)(BX*1), Y10
+	VMOVDQU      (DX)(BX*1), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
-	VPADDD       32(CX)(BX*1), Y10, Y10
+	VPADDD       32(DX)(BX*1), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*1), Y11
+	VBROADCASTSS 64(DX)(BX*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y1
-	VMOVDQU      (CX)(BX*2), Y10
+	VMOVDQU      (DX)(BX*2), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
-	VPADDD       32(CX)(BX*2), Y10, Y10
+	VPADDD       32(DX)(BX*2), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*2), Y11
+	VBROADCASTSS 64(DX)(BX*2), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y2
-	VMOVDQU      (CX)(SI*1), Y10
+	VMOVDQU      (DX)(SI*1), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
-	VPADDD       32(CX)(SI*1), Y10, Y10
+	VPADDD       32(DX)(SI*1), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(SI*1), Y11
+	VBROADCASTSS 64(DX)(SI*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y3
 	VMOVDQU      (DI), Y10
@@ -863,10 +696,10 @@ gemmQ4_0_avx2_7_blocks:
 	VBROADCASTSS 64(DI)(BX*2), Y10
 	VMULPS       Y9, Y10, Y10
 	VFMADD231PS  Y7, Y10, Y6
-	ADDQ         $0x00000012, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_7_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -924,7 +757,7 @@ gemmQ4_0_avx2_7_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_7_rows
@@ -937,12 +770,10 @@ TEXT ·gemmQ4_0_avx2_8(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_0_avx2_8_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -951,52 +782,51 @@ gemmQ4_0_avx2_8_rows:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_0_avx2_8_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), X9
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
 	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (DX)(R8*1), X9
+	VMOVD        (CX), X9
 	VCVTPH2PS    X9, X9
 	VBROADCASTSS X9, Y10
-	VMOVDQU      (CX), Y11
+	VMOVDQU      (DX), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VPADDD       32(CX), Y11, Y11
+	VPADDD       32(DX), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX), Y12
+	VBROADCASTSS 64(DX), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y0
-	VMOVDQU      (CX)(BX*1), Y11
+	VMOVDQU      (DX)(BX*1), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VPADDD       32(CX)(BX*1), Y11, Y11
+	VPADDD       32(DX)(BX*1), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*1), Y12
+	VBROADCASTSS 64(DX)(BX*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y1
-	VMOVDQU      (CX)(BX*2), Y11
+	VMOVDQU      (DX)(BX*2), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VPADDD       32(CX)(BX*2), Y11, Y11
+	VPADDD       32(DX)(BX*2), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*2), Y12
+	VBROADCASTSS 64(DX)(BX*2), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y2
-	VMOVDQU      (CX)(SI*1), Y11
+	VMOVDQU      (DX)(SI*1), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VPADDD       32(CX)(SI*1), Y11, Y11
+	VPADDD       32(DX)(SI*1), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(SI*1), Y12
+	VBROADCASTSS 64(DX)(SI*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y3
 	VMOVDQU      (DI), Y11
@@ -1031,10 +861,10 @@ gemmQ4_0_avx2_8_blocks:
 	VBROADCASTSS 64(DI)(SI*1), Y11
 	VMULPS       Y10, Y11, Y11
 	VFMADD231PS  Y8, Y11, Y7
-	ADDQ         $0x00000012, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000012, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_0_avx2_8_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1099,7 +929,7 @@ gemmQ4_0_avx2_8_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_0_avx2_8_rows
@@ -1107,270 +937,126 @@ gemmQ4_0_avx2_8_blocks:
 	RET
 
 // func gemmQ4_1_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ4_1_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_1_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	LEAQ    (CX)(DX*1), DI
-	CMPQ    BX, $0x02
-	CMOVQLE SI, DI
-	LEAQ    (DI)(DX*1), DX
-	CMPQ    BX, $0x03
-	CMOVQLE SI, DX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  X1, X1, X1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  X3, X3, X3
-	VXORPS  Y4, Y4, Y4
-	VXORPS  X5, X5, X5
-	VXORPS  Y6, Y6, Y6
-	VXORPS  X7, X7, X7
-	MOVQ    act+24(FP), BX
-	MOVQ    actStride+32(FP), R8
-	LEAQ    (R8)(R8*2), R8
-	XORQ    R8, R8
-	MOVQ    nb+40(FP), R9
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), BX
+	MOVQ   nb+40(FP), BX
 
 gemmQ4_1_avx2_1_blocks:
-	PREFETCHT0   4096(SI)(R8*1)
-	PREFETCHT0   4096(CX)(R8*1)
-	PREFETCHT0   4096(DI)(R8*1)
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      4(SI)(R8*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (SI)(R8*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (BX), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(BX), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y0
-	VFMADD231SS  68(BX), X9, X1
-	VMOVDQU      4(CX)(R8*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (CX)(R8*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (BX), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(BX), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y2
-	VFMADD231SS  68(BX), X9, X3
-	VMOVDQU      4(DI)(R8*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (DI)(R8*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (BX), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(BX), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y4
-	VFMADD231SS  68(BX), X9, X5
-	VMOVDQU      4(DX)(R8*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (DX)(R8*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (BX), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(BX), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y6
-	VFMADD231SS  68(BX), X9, X7
-	ADDQ         $0x00000014, R8
-	ADDQ         $0x00000048, BX
-	DECQ         R9
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X3
+	VPSRLW       $0x04, X3, X2
+	VINSERTI128  $0x01, X2, Y3, Y2
+	VPAND        nib0F_avx2<>+0(SB), Y2, Y2
+	VMOVD        (CX), X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS X3, Y4
+	VMOVSHDUP    X3, X3
+	VMOVDQU      (DX), Y5
+	VPMADDUBSW   Y5, Y2, Y2
+	VPMADDWD     ones16_avx2<>+0(SB), Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS 64(DX), Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y2, Y5, Y0
+	VFMADD231SS  68(DX), X3, X1
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
+	DECQ         BX
 	JNZ          gemmQ4_1_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X8
-	VADDPS       X8, X0, X8
-	VPERMILPS    $0x4e, X8, X0
-	VADDPS       X0, X8, X8
-	VPERMILPS    $0xb1, X8, X0
-	VADDPS       X0, X8, X8
-	VADDSS       X1, X8, X8
-	VMOVSS       X8, (CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x01
-	JLE          gemmQ4_1_avx2_1_stored
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X3, X0, X0
-	VMOVSS       X0, 4(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x02
-	JLE          gemmQ4_1_avx2_1_stored
-	VEXTRACTF128 $0x01, Y4, X0
-	VADDPS       X0, X4, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X5, X0, X0
-	VMOVSS       X0, 8(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x03
-	JLE          gemmQ4_1_avx2_1_stored
-	VEXTRACTF128 $0x01, Y6, X0
-	VADDPS       X0, X6, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X7, X0, X0
-	VMOVSS       X0, 12(CX)
-
-gemmQ4_1_avx2_1_stored:
-	ADDQ $0x04, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ4_1_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VPERMILPS    $0x4e, X2, X0
+	VADDPS       X0, X2, X2
+	VPERMILPS    $0xb1, X2, X0
+	VADDPS       X0, X2, X2
+	VADDSS       X1, X2, X2
+	VMOVSS       X2, (CX)
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_1_rows
 	VZEROUPPER
 	RET
 
 // func gemmQ4_1_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ4_1_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_2_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  X1, X1, X1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  X3, X3, X3
-	VXORPS  Y4, Y4, Y4
-	VXORPS  X5, X5, X5
-	VXORPS  Y6, Y6, Y6
-	VXORPS  X7, X7, X7
-	MOVQ    act+24(FP), DX
-	MOVQ    actStride+32(FP), BX
-	LEAQ    (BX)(BX*2), DI
-	XORQ    DI, DI
-	MOVQ    nb+40(FP), R8
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	VXORPS Y2, Y2, Y2
+	VXORPS X3, X3, X3
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	MOVQ   nb+40(FP), SI
 
 gemmQ4_1_avx2_2_blocks:
-	PREFETCHT0   4096(SI)(DI*1)
-	PREFETCHT0   4096(CX)(DI*1)
-	VMOVDQU      4(SI)(DI*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (SI)(DI*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (DX), Y11
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(DX), Y12
-	VMULPS       Y10, Y12, Y12
-	VFMADD231PS  Y11, Y12, Y0
-	VFMADD231SS  68(DX), X9, X1
-	VMOVDQU      (DX)(BX*1), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*1), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y2
-	VFMADD231SS  68(DX)(BX*1), X9, X3
-	VMOVDQU      4(CX)(DI*1), X9
-	VPSRLW       $0x04, X9, X8
-	VINSERTI128  $0x01, X8, Y9, Y8
-	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (CX)(DI*1), X9
-	VCVTPH2PS    X9, X9
-	VBROADCASTSS X9, Y10
-	VMOVSHDUP    X9, X9
-	VMOVDQU      (DX), Y11
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
-	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(DX), Y12
-	VMULPS       Y10, Y12, Y12
-	VFMADD231PS  Y11, Y12, Y4
-	VFMADD231SS  68(DX), X9, X5
-	VMOVDQU      (DX)(BX*1), Y11
-	VPMADDUBSW   Y11, Y8, Y8
-	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(DX)(BX*1), Y11
-	VMULPS       Y10, Y11, Y11
-	VFMADD231PS  Y8, Y11, Y6
-	VFMADD231SS  68(DX)(BX*1), X9, X7
-	ADDQ         $0x00000014, DI
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
+	VMOVD        (CX), X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS X5, Y6
+	VMOVSHDUP    X5, X5
+	VMOVDQU      (DX), Y7
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VBROADCASTSS 64(DX), Y8
+	VMULPS       Y6, Y8, Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VFMADD231SS  68(DX), X5, X1
+	VMOVDQU      (DX)(BX*1), Y7
+	VPMADDUBSW   Y7, Y4, Y4
+	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS 64(DX)(BX*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y2
+	VFMADD231SS  68(DX)(BX*1), X5, X3
+	ADDQ         $0x00000014, CX
 	ADDQ         $0x00000048, DX
-	DECQ         R8
+	DECQ         SI
 	JNZ          gemmQ4_1_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X8
-	VADDPS       X8, X0, X8
-	VPERMILPS    $0x4e, X8, X0
-	VADDPS       X0, X8, X8
-	VPERMILPS    $0xb1, X8, X0
-	VADDPS       X0, X8, X8
-	VADDSS       X1, X8, X8
-	VMOVSS       X8, (CX)
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VPERMILPS    $0x4e, X4, X0
+	VADDPS       X0, X4, X4
+	VPERMILPS    $0xb1, X4, X0
+	VADDPS       X0, X4, X4
+	VADDSS       X1, X4, X4
+	VMOVSS       X4, (CX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -1379,32 +1065,10 @@ gemmQ4_1_avx2_2_blocks:
 	VADDPS       X1, X0, X0
 	VADDSS       X3, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	MOVQ         rows+16(FP), BX
-	SUBQ         AX, BX
-	CMPQ         BX, $0x01
-	JLE          gemmQ4_1_avx2_2_stored
-	VEXTRACTF128 $0x01, Y4, X0
-	VADDPS       X0, X4, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X5, X0, X0
-	VMOVSS       X0, 4(CX)
-	VEXTRACTF128 $0x01, Y6, X0
-	VADDPS       X0, X6, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VADDSS       X7, X0, X0
-	VMOVSS       X0, 4(CX)(DX*1)
-
-gemmQ4_1_avx2_2_stored:
-	ADDQ $0x02, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ4_1_avx2_2_rows
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ4_1_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -1414,58 +1078,55 @@ TEXT ·gemmQ4_1_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_3_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   SI, SI
-	MOVQ   nb+40(FP), DI
+	MOVQ   nb+40(FP), SI
 
 gemmQ4_1_avx2_3_blocks:
-	PREFETCHT0   4096(DX)(SI*1)
-	VMOVDQU      4(DX)(SI*1), X5
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
 	VPAND        nib0F_avx2<>+0(SB), Y4, Y4
-	VMOVD        (DX)(SI*1), X5
+	VMOVD        (CX), X5
 	VCVTPH2PS    X5, X5
 	VBROADCASTSS X5, Y6
 	VMOVSHDUP    X5, X5
 	VBROADCASTSS X5, Y7
-	VFMADD231PS  32(CX), Y7, Y3
-	VMOVDQU      (CX), Y7
+	VFMADD231PS  32(DX), Y7, Y3
+	VMOVDQU      (DX), Y7
 	VPMADDUBSW   Y7, Y4, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX), Y8
+	VBROADCASTSS 64(DX), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (CX)(BX*1), Y7
+	VMOVDQU      (DX)(BX*1), Y7
 	VPMADDUBSW   Y7, Y4, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX)(BX*1), Y8
+	VBROADCASTSS 64(DX)(BX*1), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y1
-	VMOVDQU      (CX)(BX*2), Y7
+	VMOVDQU      (DX)(BX*2), Y7
 	VPMADDUBSW   Y7, Y4, Y4
 	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(CX)(BX*2), Y7
+	VBROADCASTSS 64(DX)(BX*2), Y7
 	VMULPS       Y6, Y7, Y7
 	VFMADD231PS  Y4, Y7, Y2
-	ADDQ         $0x00000014, SI
-	ADDQ         $0x00000048, CX
-	DECQ         DI
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
+	DECQ         SI
 	JNZ          gemmQ4_1_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1499,7 +1160,7 @@ gemmQ4_1_avx2_3_blocks:
 	VPERMILPS    $0xaa, X3, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_3_rows
@@ -1512,66 +1173,63 @@ TEXT ·gemmQ4_1_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_4_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   DI, DI
-	MOVQ   nb+40(FP), R8
+	MOVQ   nb+40(FP), DI
 
 gemmQ4_1_avx2_4_blocks:
-	PREFETCHT0   4096(DX)(DI*1)
-	VMOVDQU      4(DX)(DI*1), X6
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X6
 	VPSRLW       $0x04, X6, X5
 	VINSERTI128  $0x01, X5, Y6, Y5
 	VPAND        nib0F_avx2<>+0(SB), Y5, Y5
-	VMOVD        (DX)(DI*1), X6
+	VMOVD        (CX), X6
 	VCVTPH2PS    X6, X6
 	VBROADCASTSS X6, Y7
 	VMOVSHDUP    X6, X6
 	VBROADCASTSS X6, Y8
-	VFMADD231PS  32(CX), Y8, Y4
-	VMOVDQU      (CX), Y8
+	VFMADD231PS  32(DX), Y8, Y4
+	VMOVDQU      (DX), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX), Y9
+	VBROADCASTSS 64(DX), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y0
-	VMOVDQU      (CX)(BX*1), Y8
+	VMOVDQU      (DX)(BX*1), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*1), Y9
+	VBROADCASTSS 64(DX)(BX*1), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      (CX)(BX*2), Y8
+	VMOVDQU      (DX)(BX*2), Y8
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*2), Y9
+	VBROADCASTSS 64(DX)(BX*2), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      (CX)(SI*1), Y8
+	VMOVDQU      (DX)(SI*1), Y8
 	VPMADDUBSW   Y8, Y5, Y5
 	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 64(CX)(SI*1), Y8
+	VBROADCASTSS 64(DX)(SI*1), Y8
 	VMULPS       Y7, Y8, Y8
 	VFMADD231PS  Y5, Y8, Y3
-	ADDQ         $0x00000014, DI
-	ADDQ         $0x00000048, CX
-	DECQ         R8
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
+	DECQ         DI
 	JNZ          gemmQ4_1_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1614,7 +1272,7 @@ gemmQ4_1_avx2_4_blocks:
 	VPERMILPS    $0xff, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_4_rows
@@ -1627,63 +1285,60 @@ TEXT ·gemmQ4_1_avx2_5(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_5_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_1_avx2_5_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      4(DX)(R8*1), X7
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X7
 	VPSRLW       $0x04, X7, X6
 	VINSERTI128  $0x01, X6, Y7, Y6
 	VPAND        nib0F_avx2<>+0(SB), Y6, Y6
-	VMOVD        (DX)(R8*1), X7
+	VMOVD        (CX), X7
 	VCVTPH2PS    X7, X7
 	VBROADCASTSS X7, Y8
 	VMOVSHDUP    X7, X7
 	VBROADCASTSS X7, Y9
-	VFMADD231PS  32(CX), Y9, Y5
-	VMOVDQU      (CX), Y9
+	VFMADD231PS  32(DX), Y9, Y5
+	VMOVDQU      (DX), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX), Y10
+	VBROADCASTSS 64(DX), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y0
-	VMOVDQU      (CX)(BX*1), Y9
+	VMOVDQU      (DX)(BX*1), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*1), Y10
+	VBROADCASTSS 64(DX)(BX*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y1
-	VMOVDQU      (CX)(BX*2), Y9
+	VMOVDQU      (DX)(BX*2), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*2), Y10
+	VBROADCASTSS 64(DX)(BX*2), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y2
-	VMOVDQU      (CX)(SI*1), Y9
+	VMOVDQU      (DX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y6, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(SI*1), Y10
+	VBROADCASTSS 64(DX)(SI*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y3
 	VMOVDQU      (DI), Y9
@@ -1693,10 +1348,10 @@ gemmQ4_1_avx2_5_blocks:
 	VBROADCASTSS 64(DI), Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y4
-	ADDQ         $0x00000014, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_5_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1751,7 +1406,7 @@ gemmQ4_1_avx2_5_blocks:
 	VPERMILPS    $0x00, X1, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (SI)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_5_rows
@@ -1764,12 +1419,10 @@ TEXT ·gemmQ4_1_avx2_6(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_6_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1777,51 +1430,50 @@ gemmQ4_1_avx2_6_rows:
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_1_avx2_6_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      4(DX)(R8*1), X8
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y7
 	VPAND        nib0F_avx2<>+0(SB), Y7, Y7
-	VMOVD        (DX)(R8*1), X8
+	VMOVD        (CX), X8
 	VCVTPH2PS    X8, X8
 	VBROADCASTSS X8, Y9
 	VMOVSHDUP    X8, X8
 	VBROADCASTSS X8, Y10
-	VFMADD231PS  32(CX), Y10, Y6
-	VMOVDQU      (CX), Y10
+	VFMADD231PS  32(DX), Y10, Y6
+	VMOVDQU      (DX), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX), Y11
+	VBROADCASTSS 64(DX), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y0
-	VMOVDQU      (CX)(BX*1), Y10
+	VMOVDQU      (DX)(BX*1), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*1), Y11
+	VBROADCASTSS 64(DX)(BX*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y1
-	VMOVDQU      (CX)(BX*2), Y10
+	VMOVDQU      (DX)(BX*2), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*2), Y11
+	VBROADCASTSS 64(DX)(BX*2), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y2
-	VMOVDQU      (CX)(SI*1), Y10
+	VMOVDQU      (DX)(SI*1), Y10
 	VPMADDUBSW   Y10, Y7, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(SI*1), Y11
+	VBROADCASTSS 64(DX)(SI*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y3
 	VMOVDQU      (DI), Y10
@@ -1838,10 +1490,10 @@ gemmQ4_1_avx2_6_blocks:
 	VBROADCASTSS 64(DI)(BX*1), Y10
 	VMULPS       Y9, Y10, Y10
 	VFMADD231PS  Y7, Y10, Y5
-	ADDQ         $0x00000014, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_6_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -1906,7 +1558,7 @@ gemmQ4_1_avx2_6_blocks:
 	VPERMILPS    $0x55, X1, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_6_rows
@@ -1919,12 +1571,10 @@ TEXT ·gemmQ4_1_avx2_7(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_7_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1933,51 +1583,50 @@ gemmQ4_1_avx2_7_rows:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_1_avx2_7_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      4(DX)(R8*1), X9
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
 	VPAND        nib0F_avx2<>+0(SB), Y8, Y8
-	VMOVD        (DX)(R8*1), X9
+	VMOVD        (CX), X9
 	VCVTPH2PS    X9, X9
 	VBROADCASTSS X9, Y10
 	VMOVSHDUP    X9, X9
 	VBROADCASTSS X9, Y11
-	VFMADD231PS  32(CX), Y11, Y7
-	VMOVDQU      (CX), Y11
+	VFMADD231PS  32(DX), Y11, Y7
+	VMOVDQU      (DX), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX), Y12
+	VBROADCASTSS 64(DX), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y0
-	VMOVDQU      (CX)(BX*1), Y11
+	VMOVDQU      (DX)(BX*1), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*1), Y12
+	VBROADCASTSS 64(DX)(BX*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y1
-	VMOVDQU      (CX)(BX*2), Y11
+	VMOVDQU      (DX)(BX*2), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*2), Y12
+	VBROADCASTSS 64(DX)(BX*2), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y2
-	VMOVDQU      (CX)(SI*1), Y11
+	VMOVDQU      (DX)(SI*1), Y11
 	VPMADDUBSW   Y11, Y8, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(SI*1), Y12
+	VBROADCASTSS 64(DX)(SI*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y3
 	VMOVDQU      (DI), Y11
@@ -2001,10 +1650,10 @@ gemmQ4_1_avx2_7_blocks:
 	VBROADCASTSS 64(DI)(BX*2), Y11
 	VMULPS       Y10, Y11, Y11
 	VFMADD231PS  Y8, Y11, Y6
-	ADDQ         $0x00000014, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_7_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2079,7 +1728,7 @@ gemmQ4_1_avx2_7_blocks:
 	VPERMILPS    $0xaa, X1, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_7_rows
@@ -2092,12 +1741,10 @@ TEXT ·gemmQ4_1_avx2_8(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ4_1_avx2_8_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2107,51 +1754,50 @@ gemmQ4_1_avx2_8_rows:
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ4_1_avx2_8_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      4(DX)(R8*1), X10
+	PREFETCHT0   4096(CX)
+	VMOVDQU      4(CX), X10
 	VPSRLW       $0x04, X10, X9
 	VINSERTI128  $0x01, X9, Y10, Y9
 	VPAND        nib0F_avx2<>+0(SB), Y9, Y9
-	VMOVD        (DX)(R8*1), X10
+	VMOVD        (CX), X10
 	VCVTPH2PS    X10, X10
 	VBROADCASTSS X10, Y11
 	VMOVSHDUP    X10, X10
 	VBROADCASTSS X10, Y12
-	VFMADD231PS  32(CX), Y12, Y8
-	VMOVDQU      (CX), Y12
+	VFMADD231PS  32(DX), Y12, Y8
+	VMOVDQU      (DX), Y12
 	VPMADDUBSW   Y12, Y9, Y12
 	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
 	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(CX), Y13
+	VBROADCASTSS 64(DX), Y13
 	VMULPS       Y11, Y13, Y13
 	VFMADD231PS  Y12, Y13, Y0
-	VMOVDQU      (CX)(BX*1), Y12
+	VMOVDQU      (DX)(BX*1), Y12
 	VPMADDUBSW   Y12, Y9, Y12
 	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
 	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(CX)(BX*1), Y13
+	VBROADCASTSS 64(DX)(BX*1), Y13
 	VMULPS       Y11, Y13, Y13
 	VFMADD231PS  Y12, Y13, Y1
-	VMOVDQU      (CX)(BX*2), Y12
+	VMOVDQU      (DX)(BX*2), Y12
 	VPMADDUBSW   Y12, Y9, Y12
 	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
 	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(CX)(BX*2), Y13
+	VBROADCASTSS 64(DX)(BX*2), Y13
 	VMULPS       Y11, Y13, Y13
 	VFMADD231PS  Y12, Y13, Y2
-	VMOVDQU      (CX)(SI*1), Y12
+	VMOVDQU      (DX)(SI*1), Y12
 	VPMADDUBSW   Y12, Y9, Y12
 	VPMADDWD     ones16_avx2<>+0(SB), Y12, Y12
 	VCVTDQ2PS    Y12, Y12
-	VBROADCASTSS 64(CX)(SI*1), Y13
+	VBROADCASTSS 64(DX)(SI*1), Y13
 	VMULPS       Y11, Y13, Y13
 	VFMADD231PS  Y12, Y13, Y3
 	VMOVDQU      (DI), Y12
@@ -2182,10 +1828,10 @@ gemmQ4_1_avx2_8_blocks:
 	VBROADCASTSS 64(DI)(SI*1), Y12
 	VMULPS       Y11, Y12, Y12
 	VFMADD231PS  Y9, Y12, Y7
-	ADDQ         $0x00000014, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000014, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ4_1_avx2_8_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2270,7 +1916,7 @@ gemmQ4_1_avx2_8_blocks:
 	VPERMILPS    $0xff, X1, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, (SI)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ4_1_avx2_8_rows
@@ -2278,239 +1924,115 @@ gemmQ4_1_avx2_8_blocks:
 	RET
 
 // func gemmQ8_0_avx2_1(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ8_0_avx2_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_1_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	LEAQ    (CX)(DX*1), DI
-	CMPQ    BX, $0x02
-	CMOVQLE SI, DI
-	LEAQ    (DI)(DX*1), DX
-	CMPQ    BX, $0x03
-	CMOVQLE SI, DX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	MOVQ    act+24(FP), BX
-	MOVQ    actStride+32(FP), R8
-	LEAQ    (R8)(R8*2), R8
-	XORQ    R8, R8
-	MOVQ    nb+40(FP), R9
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), BX
+	MOVQ   nb+40(FP), BX
 
 gemmQ8_0_avx2_1_blocks:
-	PREFETCHT0   4096(SI)(R8*1)
-	PREFETCHT0   4096(CX)(R8*1)
-	PREFETCHT0   4096(DI)(R8*1)
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(SI)(R8*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (SI)(R8*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (BX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y0
-	VMOVDQU      2(CX)(R8*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (CX)(R8*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (BX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y1
-	VMOVDQU      2(DI)(R8*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (DI)(R8*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (BX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y2
-	VMOVDQU      2(DX)(R8*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (DX)(R8*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (BX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(BX), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y3
-	ADDQ         $0x00000022, R8
-	ADDQ         $0x00000048, BX
-	DECQ         R9
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y1
+	VPABSB       Y1, Y2
+	VMOVD        (CX), X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS X3, Y3
+	VMOVDQU      (DX), Y4
+	VPSIGNB      Y1, Y4, Y4
+	VPMADDUBSW   Y4, Y2, Y1
+	VPMADDWD     ones16_avx2<>+0(SB), Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VBROADCASTSS 64(DX), Y2
+	VMULPS       Y3, Y2, Y2
+	VFMADD231PS  Y1, Y2, Y0
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
+	DECQ         BX
 	JNZ          gemmQ8_0_avx2_1_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), DX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VPERMILPS    $0x4e, X4, X0
-	VADDPS       X0, X4, X4
-	VPERMILPS    $0xb1, X4, X0
-	VADDPS       X0, X4, X4
-	VMOVSS       X4, (CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x01
-	JLE          gemmQ8_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x02
-	JLE          gemmQ8_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 8(CX)
-	MOVQ         rows+16(FP), DX
-	SUBQ         AX, DX
-	CMPQ         DX, $0x03
-	JLE          gemmQ8_0_avx2_1_stored
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 12(CX)
-
-gemmQ8_0_avx2_1_stored:
-	ADDQ $0x04, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ8_0_avx2_1_rows
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VPERMILPS    $0x4e, X1, X0
+	VADDPS       X0, X1, X1
+	VPERMILPS    $0xb1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSS       X1, (CX)
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_1_rows
 	VZEROUPPER
 	RET
 
 // func gemmQ8_0_avx2_2(w *byte, rowBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, CMOV, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·gemmQ8_0_avx2_2(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_2_rows:
-	MOVQ    w+0(FP), CX
-	MOVQ    rowBytes+8(FP), DX
-	MOVQ    rows+16(FP), BX
-	SUBQ    AX, BX
-	MOVQ    DX, SI
-	IMULQ   AX, SI
-	ADDQ    CX, SI
-	LEAQ    (SI)(DX*1), CX
-	CMPQ    BX, $0x01
-	CMOVQLE SI, CX
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	MOVQ    act+24(FP), DX
-	MOVQ    actStride+32(FP), BX
-	LEAQ    (BX)(BX*2), DI
-	XORQ    DI, DI
-	MOVQ    nb+40(FP), R8
+	MOVQ   rowBytes+8(FP), DX
+	IMULQ  AX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   act+24(FP), DX
+	MOVQ   actStride+32(FP), BX
+	LEAQ   (BX)(BX*2), SI
+	MOVQ   nb+40(FP), SI
 
 gemmQ8_0_avx2_2_blocks:
-	PREFETCHT0   4096(SI)(DI*1)
-	PREFETCHT0   4096(CX)(DI*1)
-	VMOVDQU      2(SI)(DI*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (SI)(DI*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (DX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y7
-	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y6, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (DX)(BX*1), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(BX*1), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y1
-	VMOVDQU      2(CX)(DI*1), Y4
-	VPABSB       Y4, Y5
-	VMOVD        (CX)(DI*1), X6
-	VCVTPH2PS    X6, X6
-	VBROADCASTSS X6, Y6
-	VMOVDQU      (DX), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y7
-	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(DX), Y8
-	VMULPS       Y6, Y8, Y8
-	VFMADD231PS  Y7, Y8, Y2
-	VMOVDQU      (DX)(BX*1), Y7
-	VPSIGNB      Y4, Y7, Y7
-	VPMADDUBSW   Y7, Y5, Y4
-	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(DX)(BX*1), Y5
-	VMULPS       Y6, Y5, Y5
-	VFMADD231PS  Y4, Y5, Y3
-	ADDQ         $0x00000022, DI
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y2
+	VPABSB       Y2, Y3
+	VMOVD        (CX), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Y4
+	VMOVDQU      (DX), Y5
+	VPSIGNB      Y2, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y5
+	VPMADDWD     ones16_avx2<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 64(DX), Y6
+	VMULPS       Y4, Y6, Y6
+	VFMADD231PS  Y5, Y6, Y0
+	VMOVDQU      (DX)(BX*1), Y5
+	VPSIGNB      Y2, Y5, Y5
+	VPMADDUBSW   Y5, Y3, Y2
+	VPMADDWD     ones16_avx2<>+0(SB), Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VBROADCASTSS 64(DX)(BX*1), Y3
+	VMULPS       Y4, Y3, Y3
+	VFMADD231PS  Y2, Y3, Y1
+	ADDQ         $0x00000022, CX
 	ADDQ         $0x00000048, DX
-	DECQ         R8
+	DECQ         SI
 	JNZ          gemmQ8_0_avx2_2_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
 	IMUL3Q       $0x00000004, DX, DX
 	LEAQ         (DX)(DX*2), BX
 	LEAQ         (CX)(AX*4), CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VPERMILPS    $0x4e, X4, X0
-	VADDPS       X0, X4, X4
-	VPERMILPS    $0xb1, X4, X0
-	VADDPS       X0, X4, X4
-	VMOVSS       X4, (CX)
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VPERMILPS    $0x4e, X2, X0
+	VADDPS       X0, X2, X2
+	VPERMILPS    $0xb1, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSS       X2, (CX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
 	VPERMILPS    $0x4e, X0, X1
@@ -2518,30 +2040,10 @@ gemmQ8_0_avx2_2_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*1)
-	MOVQ         rows+16(FP), BX
-	SUBQ         AX, BX
-	CMPQ         BX, $0x01
-	JLE          gemmQ8_0_avx2_2_stored
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, 4(CX)(DX*1)
-
-gemmQ8_0_avx2_2_stored:
-	ADDQ $0x02, AX
-	MOVQ rows+16(FP), CX
-	CMPQ AX, CX
-	JL   gemmQ8_0_avx2_2_rows
+	INCQ         AX
+	MOVQ         rows+16(FP), CX
+	CMPQ         AX, CX
+	JL           gemmQ8_0_avx2_2_rows
 	VZEROUPPER
 	RET
 
@@ -2551,55 +2053,52 @@ TEXT ·gemmQ8_0_avx2_3(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_3_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   SI, SI
-	MOVQ   nb+40(FP), DI
+	MOVQ   nb+40(FP), SI
 
 gemmQ8_0_avx2_3_blocks:
-	PREFETCHT0   4096(DX)(SI*1)
-	VMOVDQU      2(DX)(SI*1), Y3
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y3
 	VPABSB       Y3, Y4
-	VMOVD        (DX)(SI*1), X5
+	VMOVD        (CX), X5
 	VCVTPH2PS    X5, X5
 	VBROADCASTSS X5, Y5
-	VMOVDQU      (CX), Y6
+	VMOVDQU      (DX), Y6
 	VPSIGNB      Y3, Y6, Y6
 	VPMADDUBSW   Y6, Y4, Y6
 	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(CX), Y7
+	VBROADCASTSS 64(DX), Y7
 	VMULPS       Y5, Y7, Y7
 	VFMADD231PS  Y6, Y7, Y0
-	VMOVDQU      (CX)(BX*1), Y6
+	VMOVDQU      (DX)(BX*1), Y6
 	VPSIGNB      Y3, Y6, Y6
 	VPMADDUBSW   Y6, Y4, Y6
 	VPMADDWD     ones16_avx2<>+0(SB), Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 64(CX)(BX*1), Y7
+	VBROADCASTSS 64(DX)(BX*1), Y7
 	VMULPS       Y5, Y7, Y7
 	VFMADD231PS  Y6, Y7, Y1
-	VMOVDQU      (CX)(BX*2), Y6
+	VMOVDQU      (DX)(BX*2), Y6
 	VPSIGNB      Y3, Y6, Y6
 	VPMADDUBSW   Y6, Y4, Y3
 	VPMADDWD     ones16_avx2<>+0(SB), Y3, Y3
 	VCVTDQ2PS    Y3, Y3
-	VBROADCASTSS 64(CX)(BX*2), Y4
+	VBROADCASTSS 64(DX)(BX*2), Y4
 	VMULPS       Y5, Y4, Y4
 	VFMADD231PS  Y3, Y4, Y2
-	ADDQ         $0x00000022, SI
-	ADDQ         $0x00000048, CX
-	DECQ         DI
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
+	DECQ         SI
 	JNZ          gemmQ8_0_avx2_3_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2627,7 +2126,7 @@ gemmQ8_0_avx2_3_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_3_rows
@@ -2640,64 +2139,61 @@ TEXT ·gemmQ8_0_avx2_4(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_4_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	XORQ   DI, DI
-	MOVQ   nb+40(FP), R8
+	MOVQ   nb+40(FP), DI
 
 gemmQ8_0_avx2_4_blocks:
-	PREFETCHT0   4096(DX)(DI*1)
-	VMOVDQU      2(DX)(DI*1), Y4
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y4
 	VPABSB       Y4, Y5
-	VMOVD        (DX)(DI*1), X6
+	VMOVD        (CX), X6
 	VCVTPH2PS    X6, X6
 	VBROADCASTSS X6, Y6
-	VMOVDQU      (CX), Y7
+	VMOVDQU      (DX), Y7
 	VPSIGNB      Y4, Y7, Y7
 	VPMADDUBSW   Y7, Y5, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX), Y8
+	VBROADCASTSS 64(DX), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y0
-	VMOVDQU      (CX)(BX*1), Y7
+	VMOVDQU      (DX)(BX*1), Y7
 	VPSIGNB      Y4, Y7, Y7
 	VPMADDUBSW   Y7, Y5, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX)(BX*1), Y8
+	VBROADCASTSS 64(DX)(BX*1), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y1
-	VMOVDQU      (CX)(BX*2), Y7
+	VMOVDQU      (DX)(BX*2), Y7
 	VPSIGNB      Y4, Y7, Y7
 	VPMADDUBSW   Y7, Y5, Y7
 	VPMADDWD     ones16_avx2<>+0(SB), Y7, Y7
 	VCVTDQ2PS    Y7, Y7
-	VBROADCASTSS 64(CX)(BX*2), Y8
+	VBROADCASTSS 64(DX)(BX*2), Y8
 	VMULPS       Y6, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y2
-	VMOVDQU      (CX)(SI*1), Y7
+	VMOVDQU      (DX)(SI*1), Y7
 	VPSIGNB      Y4, Y7, Y7
 	VPMADDUBSW   Y7, Y5, Y4
 	VPMADDWD     ones16_avx2<>+0(SB), Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS 64(CX)(SI*1), Y5
+	VBROADCASTSS 64(DX)(SI*1), Y5
 	VMULPS       Y6, Y5, Y5
 	VFMADD231PS  Y4, Y5, Y3
-	ADDQ         $0x00000022, DI
-	ADDQ         $0x00000048, CX
-	DECQ         R8
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
+	DECQ         DI
 	JNZ          gemmQ8_0_avx2_4_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2732,7 +2228,7 @@ gemmQ8_0_avx2_4_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (CX)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_4_rows
@@ -2745,61 +2241,58 @@ TEXT ·gemmQ8_0_avx2_5(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_5_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ8_0_avx2_5_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), Y5
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y5
 	VPABSB       Y5, Y6
-	VMOVD        (DX)(R8*1), X7
+	VMOVD        (CX), X7
 	VCVTPH2PS    X7, X7
 	VBROADCASTSS X7, Y7
-	VMOVDQU      (CX), Y8
+	VMOVDQU      (DX), Y8
 	VPSIGNB      Y5, Y8, Y8
 	VPMADDUBSW   Y8, Y6, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX), Y9
+	VBROADCASTSS 64(DX), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y0
-	VMOVDQU      (CX)(BX*1), Y8
+	VMOVDQU      (DX)(BX*1), Y8
 	VPSIGNB      Y5, Y8, Y8
 	VPMADDUBSW   Y8, Y6, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*1), Y9
+	VBROADCASTSS 64(DX)(BX*1), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      (CX)(BX*2), Y8
+	VMOVDQU      (DX)(BX*2), Y8
 	VPSIGNB      Y5, Y8, Y8
 	VPMADDUBSW   Y8, Y6, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(BX*2), Y9
+	VBROADCASTSS 64(DX)(BX*2), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      (CX)(SI*1), Y8
+	VMOVDQU      (DX)(SI*1), Y8
 	VPSIGNB      Y5, Y8, Y8
 	VPMADDUBSW   Y8, Y6, Y8
 	VPMADDWD     ones16_avx2<>+0(SB), Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS 64(CX)(SI*1), Y9
+	VBROADCASTSS 64(DX)(SI*1), Y9
 	VMULPS       Y7, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y3
 	VMOVDQU      (DI), Y8
@@ -2810,10 +2303,10 @@ gemmQ8_0_avx2_5_blocks:
 	VBROADCASTSS 64(DI), Y6
 	VMULPS       Y7, Y6, Y6
 	VFMADD231PS  Y5, Y6, Y4
-	ADDQ         $0x00000022, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_5_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2857,7 +2350,7 @@ gemmQ8_0_avx2_5_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_5_rows
@@ -2870,62 +2363,59 @@ TEXT ·gemmQ8_0_avx2_6(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_6_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ8_0_avx2_6_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), Y6
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y6
 	VPABSB       Y6, Y7
-	VMOVD        (DX)(R8*1), X8
+	VMOVD        (CX), X8
 	VCVTPH2PS    X8, X8
 	VBROADCASTSS X8, Y8
-	VMOVDQU      (CX), Y9
+	VMOVDQU      (DX), Y9
 	VPSIGNB      Y6, Y9, Y9
 	VPMADDUBSW   Y9, Y7, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX), Y10
+	VBROADCASTSS 64(DX), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y0
-	VMOVDQU      (CX)(BX*1), Y9
+	VMOVDQU      (DX)(BX*1), Y9
 	VPSIGNB      Y6, Y9, Y9
 	VPMADDUBSW   Y9, Y7, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*1), Y10
+	VBROADCASTSS 64(DX)(BX*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y1
-	VMOVDQU      (CX)(BX*2), Y9
+	VMOVDQU      (DX)(BX*2), Y9
 	VPSIGNB      Y6, Y9, Y9
 	VPMADDUBSW   Y9, Y7, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(BX*2), Y10
+	VBROADCASTSS 64(DX)(BX*2), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y2
-	VMOVDQU      (CX)(SI*1), Y9
+	VMOVDQU      (DX)(SI*1), Y9
 	VPSIGNB      Y6, Y9, Y9
 	VPMADDUBSW   Y9, Y7, Y9
 	VPMADDWD     ones16_avx2<>+0(SB), Y9, Y9
 	VCVTDQ2PS    Y9, Y9
-	VBROADCASTSS 64(CX)(SI*1), Y10
+	VBROADCASTSS 64(DX)(SI*1), Y10
 	VMULPS       Y8, Y10, Y10
 	VFMADD231PS  Y9, Y10, Y3
 	VMOVDQU      (DI), Y9
@@ -2944,10 +2434,10 @@ gemmQ8_0_avx2_6_blocks:
 	VBROADCASTSS 64(DI)(BX*1), Y7
 	VMULPS       Y8, Y7, Y7
 	VFMADD231PS  Y6, Y7, Y5
-	ADDQ         $0x00000022, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_6_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -2998,7 +2488,7 @@ gemmQ8_0_avx2_6_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_6_rows
@@ -3011,12 +2501,10 @@ TEXT ·gemmQ8_0_avx2_7(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_7_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3024,50 +2512,49 @@ gemmQ8_0_avx2_7_rows:
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ8_0_avx2_7_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), Y7
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y7
 	VPABSB       Y7, Y8
-	VMOVD        (DX)(R8*1), X9
+	VMOVD        (CX), X9
 	VCVTPH2PS    X9, X9
 	VBROADCASTSS X9, Y9
-	VMOVDQU      (CX), Y10
+	VMOVDQU      (DX), Y10
 	VPSIGNB      Y7, Y10, Y10
 	VPMADDUBSW   Y10, Y8, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX), Y11
+	VBROADCASTSS 64(DX), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y0
-	VMOVDQU      (CX)(BX*1), Y10
+	VMOVDQU      (DX)(BX*1), Y10
 	VPSIGNB      Y7, Y10, Y10
 	VPMADDUBSW   Y10, Y8, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*1), Y11
+	VBROADCASTSS 64(DX)(BX*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y1
-	VMOVDQU      (CX)(BX*2), Y10
+	VMOVDQU      (DX)(BX*2), Y10
 	VPSIGNB      Y7, Y10, Y10
 	VPMADDUBSW   Y10, Y8, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(BX*2), Y11
+	VBROADCASTSS 64(DX)(BX*2), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y2
-	VMOVDQU      (CX)(SI*1), Y10
+	VMOVDQU      (DX)(SI*1), Y10
 	VPSIGNB      Y7, Y10, Y10
 	VPMADDUBSW   Y10, Y8, Y10
 	VPMADDWD     ones16_avx2<>+0(SB), Y10, Y10
 	VCVTDQ2PS    Y10, Y10
-	VBROADCASTSS 64(CX)(SI*1), Y11
+	VBROADCASTSS 64(DX)(SI*1), Y11
 	VMULPS       Y9, Y11, Y11
 	VFMADD231PS  Y10, Y11, Y3
 	VMOVDQU      (DI), Y10
@@ -3094,10 +2581,10 @@ gemmQ8_0_avx2_7_blocks:
 	VBROADCASTSS 64(DI)(BX*2), Y8
 	VMULPS       Y9, Y8, Y8
 	VFMADD231PS  Y7, Y8, Y6
-	ADDQ         $0x00000022, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_7_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -3155,7 +2642,7 @@ gemmQ8_0_avx2_7_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(DX*2)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_7_rows
@@ -3168,12 +2655,10 @@ TEXT ·gemmQ8_0_avx2_8(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 
 gemmQ8_0_avx2_8_rows:
-	MOVQ   w+0(FP), CX
 	MOVQ   rowBytes+8(FP), DX
-	MOVQ   rows+16(FP), BX
-	SUBQ   AX, BX
 	IMULQ  AX, DX
-	ADDQ   CX, DX
+	MOVQ   w+0(FP), CX
+	ADDQ   DX, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3182,50 +2667,49 @@ gemmQ8_0_avx2_8_rows:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	MOVQ   act+24(FP), CX
+	MOVQ   act+24(FP), DX
 	MOVQ   actStride+32(FP), BX
 	LEAQ   (BX)(BX*2), SI
-	LEAQ   (CX)(BX*4), DI
-	XORQ   R8, R8
-	MOVQ   nb+40(FP), R9
+	LEAQ   (DX)(BX*4), DI
+	MOVQ   nb+40(FP), R8
 
 gemmQ8_0_avx2_8_blocks:
-	PREFETCHT0   4096(DX)(R8*1)
-	VMOVDQU      2(DX)(R8*1), Y8
+	PREFETCHT0   4096(CX)
+	VMOVDQU      2(CX), Y8
 	VPABSB       Y8, Y9
-	VMOVD        (DX)(R8*1), X10
+	VMOVD        (CX), X10
 	VCVTPH2PS    X10, X10
 	VBROADCASTSS X10, Y10
-	VMOVDQU      (CX), Y11
+	VMOVDQU      (DX), Y11
 	VPSIGNB      Y8, Y11, Y11
 	VPMADDUBSW   Y11, Y9, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX), Y12
+	VBROADCASTSS 64(DX), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y0
-	VMOVDQU      (CX)(BX*1), Y11
+	VMOVDQU      (DX)(BX*1), Y11
 	VPSIGNB      Y8, Y11, Y11
 	VPMADDUBSW   Y11, Y9, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*1), Y12
+	VBROADCASTSS 64(DX)(BX*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y1
-	VMOVDQU      (CX)(BX*2), Y11
+	VMOVDQU      (DX)(BX*2), Y11
 	VPSIGNB      Y8, Y11, Y11
 	VPMADDUBSW   Y11, Y9, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(BX*2), Y12
+	VBROADCASTSS 64(DX)(BX*2), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y2
-	VMOVDQU      (CX)(SI*1), Y11
+	VMOVDQU      (DX)(SI*1), Y11
 	VPSIGNB      Y8, Y11, Y11
 	VPMADDUBSW   Y11, Y9, Y11
 	VPMADDWD     ones16_avx2<>+0(SB), Y11, Y11
 	VCVTDQ2PS    Y11, Y11
-	VBROADCASTSS 64(CX)(SI*1), Y12
+	VBROADCASTSS 64(DX)(SI*1), Y12
 	VMULPS       Y10, Y12, Y12
 	VFMADD231PS  Y11, Y12, Y3
 	VMOVDQU      (DI), Y11
@@ -3260,10 +2744,10 @@ gemmQ8_0_avx2_8_blocks:
 	VBROADCASTSS 64(DI)(SI*1), Y9
 	VMULPS       Y10, Y9, Y9
 	VFMADD231PS  Y8, Y9, Y7
-	ADDQ         $0x00000022, R8
-	ADDQ         $0x00000048, CX
+	ADDQ         $0x00000022, CX
+	ADDQ         $0x00000048, DX
 	ADDQ         $0x00000048, DI
-	DECQ         R9
+	DECQ         R8
 	JNZ          gemmQ8_0_avx2_8_blocks
 	MOVQ         dst+48(FP), CX
 	MOVQ         dstStride+56(FP), DX
@@ -3328,7 +2812,7 @@ gemmQ8_0_avx2_8_blocks:
 	VPERMILPS    $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)(BX*1)
-	ADDQ         $0x01, AX
+	INCQ         AX
 	MOVQ         rows+16(FP), CX
 	CMPQ         AX, CX
 	JL           gemmQ8_0_avx2_8_rows

@@ -38,74 +38,64 @@ func genGemm32AVX2() {
 	}
 }
 
-// gemm32v emits one AVX2 kernel: nr weight rows at a time (rowsPerPass),
-// so that a one-token kernel still has several independent FMA chains.
+// gemm32v emits one AVX2 kernel, one weight row at a time: on a
+// memory-bound one-token product, rows read side by side were slower than
+// one sequential stream (Q8_0 by a third).
 type gemm32v struct {
 	bt   blockType
 	na   int
-	nr   int             // weight rows per pass
-	p    []reg.GPVirtual // (nr) row pointers; rows past the last repeat row r
-	off  reg.GPVirtual   // byte offset of the current block in a row
+	w    reg.GPVirtual // current block of the current row
 	act  strided
-	acc  [][]reg.VecVirtual // (nr, na) YMM lanes
-	summ []reg.VecVirtual   // (nr) Q4_1, vecSumm: Σ m·s of activation row a in lane a
-	sums [][]reg.VecVirtual // (nr, na) Q4_1, !vecSumm: Σ m·s in lane 0 of an XMM
+	acc  []reg.VecVirtual // (na) YMM lanes
+	summ reg.VecVirtual   // Q4_1, vecSumm: Σ m·s of activation row a in lane a
+	sums []reg.VecVirtual // (na) Q4_1, !vecSumm: Σ m·s in lane 0 of an XMM
 }
 
-// vecSumm reports whether the kernel accumulates Σ m·s across activation
-// rows in one register per weight row.
+// vecSumm reports whether the kernel accumulates Σ m·s of all its
+// activation rows in one register.
 func (g *gemm32v) vecSumm() bool { return g.bt.min && g.na > 2 }
-
-// rowsPerPass is how many weight rows a kernel of na activation rows takes
-// at once: enough independent accumulators to hide the FMA latency, few
-// enough to stay within 16 registers.
-func rowsPerPass(na int) int { return max(1, 4/na) }
 
 func (g *gemm32v) name() string { return fmt.Sprintf("gemm%s_avx2_%d", g.bt.name, g.na) }
 
 func (g *gemm32v) gen() {
-	g.nr = rowsPerPass(g.na)
 	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
 	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records (AVX2).", g.name(), g.bt.name, g.na))
 	Pragma("noescape")
 	r := GP64()
 	XORQ(r, r)
 	Label(g.name() + "_rows")
-	g.rowPointers(r)
-	g.acc, g.summ, g.sums = make([][]reg.VecVirtual, g.nr), make([]reg.VecVirtual, g.nr), make([][]reg.VecVirtual, g.nr)
-	for i := range g.nr {
-		for range g.na {
-			a := YMM()
-			VXORPS(a, a, a)
-			g.acc[i] = append(g.acc[i], a)
-			if g.bt.min && !g.vecSumm() {
-				x := XMM()
-				VXORPS(x, x, x)
-				g.sums[i] = append(g.sums[i], x)
-			}
+	g.w = GP64()
+	rb := GP64()
+	Load(Param("rowBytes"), rb)
+	IMULQ(r, rb)
+	Load(Param("w"), g.w)
+	ADDQ(rb, g.w)
+	g.acc, g.sums = nil, nil
+	for range g.na {
+		a := YMM()
+		VXORPS(a, a, a)
+		g.acc = append(g.acc, a)
+		if g.bt.min && !g.vecSumm() {
+			x := XMM()
+			VXORPS(x, x, x)
+			g.sums = append(g.sums, x)
 		}
-		if g.vecSumm() {
-			g.summ[i] = YMM()
-			VXORPS(g.summ[i], g.summ[i], g.summ[i])
-		}
+	}
+	if g.vecSumm() {
+		g.summ = YMM()
+		VXORPS(g.summ, g.summ, g.summ)
 	}
 	g.act = loadStrided("act", "actStride", g.na, 1)
-	g.off = GP64()
-	XORQ(g.off, g.off)
 	cnt := loadGP("nb")
 	Label(g.name() + "_blocks")
-	for i := range g.nr {
-		PREFETCHT0(g.wmem(i, prefetchAhead))
-	}
-	for i := range g.nr {
-		g.block(i)
-	}
-	ADDQ(U32(g.bt.size), g.off)
+	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
+	g.block()
+	ADDQ(U32(g.bt.size), g.w)
 	g.act.advance(gemm32Rec)
 	DECQ(cnt)
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
-	ADDQ(U8(g.nr), r)
+	INCQ(r)
 	rows := loadGP("rows")
 	CMPQ(r, rows)
 	JL(LabelRef(g.name() + "_rows"))
@@ -113,46 +103,23 @@ func (g *gemm32v) gen() {
 	RET()
 }
 
-// rowPointers sets p[i] to weight row r+i, or to row r when r+i is past
-// the last row (its results are computed and not stored).
-func (g *gemm32v) rowPointers(r reg.GPVirtual) {
-	w, rb, left := loadGP("w"), loadGP("rowBytes"), loadGP("rows")
-	SUBQ(r, left)
-	g.p = make([]reg.GPVirtual, g.nr)
-	g.p[0] = GP64()
-	MOVQ(rb, g.p[0])
-	IMULQ(r, g.p[0])
-	ADDQ(w, g.p[0])
-	for i := 1; i < g.nr; i++ {
-		g.p[i] = GP64()
-		LEAQ(Mem{Base: g.p[i-1], Index: rb, Scale: 1}, g.p[i])
-		CMPQ(left, U8(i))
-		CMOVQLE(g.p[0], g.p[i])
-	}
-}
-
-// wmem addresses byte disp of the current block of pass row i.
-func (g *gemm32v) wmem(i, disp int) Mem {
-	return Mem{Base: g.p[i], Index: g.off, Scale: 1, Disp: disp}
-}
-
-// block adds one block of pass row i for every activation row.
-func (g *gemm32v) block(i int) {
+// block adds one block of the current row for every activation row.
+func (g *gemm32v) block() {
 	wv, wabs := YMM(), YMM()
 	if g.bt.nib {
 		x, h := XMM(), XMM()
-		VMOVDQU(g.wmem(i, g.bt.qs), x)
+		VMOVDQU(Mem{Base: g.w, Disp: g.bt.qs}, x)
 		VPSRLW(U8(4), x, h)
 		VINSERTI128(U8(1), h, x.AsY(), wv)
 		VPAND(constU32("nib0F_avx2", 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F,
 			0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F), wv, wv)
 	} else {
-		VMOVDQU(g.wmem(i, g.bt.qs), wv)
+		VMOVDQU(Mem{Base: g.w, Disp: g.bt.qs}, wv)
 		VPABSB(wv, wabs)
 	}
 	// Scales: [d, m] of the block as float32 in an XMM; dw broadcast.
 	sx, dw := XMM(), YMM()
-	VMOVD(g.wmem(i, 0), sx)
+	VMOVD(Mem{Base: g.w}, sx)
 	VCVTPH2PS(sx, sx)
 	VBROADCASTSS(sx, dw)
 	var m reg.VecVirtual
@@ -163,7 +130,7 @@ func (g *gemm32v) block(i int) {
 	if g.vecSumm() {
 		mw := YMM()
 		VBROADCASTSS(m, mw)
-		VFMADD231PS(g.act.at(0, recSAhead), mw, g.summ[i]) // lane a: m·s of row a
+		VFMADD231PS(g.act.at(0, recSAhead), mw, g.summ) // lane a: m·s of row a
 	}
 	ones := constU32("ones16_avx2", 0x00010001, 0x00010001, 0x00010001, 0x00010001,
 		0x00010001, 0x00010001, 0x00010001, 0x00010001)
@@ -184,46 +151,36 @@ func (g *gemm32v) block(i int) {
 		dd := YMM()
 		VBROADCASTSS(g.act.at(a, recD), dd)
 		VMULPS(dw, dd, dd) // dw·da, exact
-		VFMADD231PS(p, dd, g.acc[i][a])
+		VFMADD231PS(p, dd, g.acc[a])
 		if g.bt.min && !g.vecSumm() {
-			VFMADD231SS(g.act.at(a, recS), m, g.sums[i][a])
+			VFMADD231SS(g.act.at(a, recS), m, g.sums[a])
 		}
 	}
 }
 
-// store reduces and writes dst[a·dstStride + r + i] for every activation
-// row and every pass row i that exists.
+// store reduces and writes dst[a·dstStride + r] for every activation row.
 func (g *gemm32v) store(r reg.GPVirtual) {
 	dst := loadStrided("dst", "dstStride", g.na, 4)
 	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
 	if dst.base4 != nil {
 		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
 	}
-	for i := range g.nr {
-		if i > 0 {
-			left := loadGP("rows")
-			SUBQ(r, left)
-			CMPQ(left, U8(i))
-			JLE(LabelRef(fmt.Sprintf("%s_stored", g.name())))
+	for a := range g.na {
+		t, u := XMM(), XMM()
+		VEXTRACTF128(U8(1), g.acc[a], t)
+		VADDPS(t, g.acc[a].AsX(), t) // l0+l4, l1+l5, l2+l6, l3+l7
+		VPERMILPS(U8(0x4e), t, u)
+		VADDPS(u, t, t)
+		VPERMILPS(U8(0xb1), t, u)
+		VADDPS(u, t, t)
+		switch {
+		case g.vecSumm():
+			VADDSS(g.lane(g.summ, a), t, t)
+		case g.bt.min:
+			VADDSS(g.sums[a], t, t)
 		}
-		for a := range g.na {
-			t, u := XMM(), XMM()
-			VEXTRACTF128(U8(1), g.acc[i][a], t)
-			VADDPS(t, g.acc[i][a].AsX(), t) // l0+l4, l1+l5, l2+l6, l3+l7
-			VPERMILPS(U8(0x4e), t, u)
-			VADDPS(u, t, t)
-			VPERMILPS(U8(0xb1), t, u)
-			VADDPS(u, t, t)
-			switch {
-			case g.vecSumm():
-				VADDSS(g.lane(g.summ[i], a), t, t)
-			case g.bt.min:
-				VADDSS(g.sums[i][a], t, t)
-			}
-			VMOVSS(t, dst.at(a, 4*i))
-		}
+		VMOVSS(t, dst.at(a, 0))
 	}
-	Label(fmt.Sprintf("%s_stored", g.name()))
 }
 
 // lane returns an XMM whose lane 0 is lane a of v.
