@@ -115,6 +115,6 @@ func avx512() *impl {
 	return &k
 }
 
-// gemmRAVX2 multiplies repacked Q4_0 weights, up to 5 tokens a pass (AVX2 kernels: the same on
+// gemmRAVX2 multiplies repacked Q4_0 weights, up to 6 tokens a pass (AVX2 kernels: the same on
 // AVX-512 machines, whose extra width the 8-row groups would not fill).
-var gemmRAVX2 = &blockGEMM{rq: true, tiles: []gemmFunc{gemmRQ4_0_1, gemmRQ4_0_2, gemmRQ4_0_3, gemmRQ4_0_4, gemmRQ4_0_5}}
+var gemmRAVX2 = &blockGEMM{rq: true, tiles: []gemmFunc{gemmRQ4_0_1, gemmRQ4_0_2, gemmRQ4_0_3, gemmRQ4_0_4, gemmRQ4_0_5, gemmRQ4_0_6}}

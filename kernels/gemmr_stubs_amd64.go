@@ -28,3 +28,8 @@ func gemmRQ4_0_4(w *byte, groupBytes int, rows int, act *byte, actStride int, nb
 //
 //go:noescape
 func gemmRQ4_0_5(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// gemmRQ4_0_6 multiplies rows repacked Q4_0 weight rows (groups of 8, groupBytes apart; rows a multiple of 8) with 6 activation rows of records (AVX2).
+//
+//go:noescape
+func gemmRQ4_0_6(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)

@@ -41,7 +41,7 @@ const (
 	recRSum     = 32
 	recRD       = 36
 	gemmRRec    = 40
-	gemmRTile   = 5
+	gemmRTile   = 6
 	repackRows  = 8
 	repackBlock = repackRows * 18
 )
