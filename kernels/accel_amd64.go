@@ -64,6 +64,7 @@ func avx2() *impl {
 	k.reduceLanes = reduceLanesAVX2w
 	k.attn = attnKernels{scores: scoresF16AVX2w, round: roundF16AVX2w, values: valuesF16AVX2w}
 	k.toF16 = toF16AVX2w
+	k.rope = ropeAVX2
 	k.silu, k.swiGLU, k.softmax, k.softmaxExp = v.SiLU, v.SwiGLU, v.Softmax, v.SoftmaxExp
 	q := quantAVX2
 	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K

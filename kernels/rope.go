@@ -143,9 +143,15 @@ func (r *Rope) Apply(x []float32, headDim int, cos, sin []float32) {
 // (v[i], v[i+half]) for NeoX, else (v[2i], v[2i+1]), by (cos[i], sin[i]),
 // with Apply's contract.
 func ropeGeneric(v []float32, neox bool, cos, sin []float32) {
+	ropeFrom(v, neox, cos, sin, 0)
+}
+
+// ropeFrom is ropeGeneric on the pairs from the i0-th on (the tails of the
+// vector kernels).
+func ropeFrom(v []float32, neox bool, cos, sin []float32, i0 int) {
 	half := len(cos)
 	v, sin = v[:2*half], sin[:half]
-	for i := range half {
+	for i := i0; i < half; i++ {
 		a, b := 2*i, 2*i+1
 		if neox {
 			a, b = i, i+half

@@ -130,3 +130,78 @@ DATA ropePairs<>+52(SB)/4, $0x00000006
 DATA ropePairs<>+56(SB)/4, $0x00000007
 DATA ropePairs<>+60(SB)/4, $0x00000007
 GLOBL ropePairs<>(SB), RODATA|NOPTR, $64
+
+// func ropeNeoXAVX2(x0 *float32, x1 *float32, cos *float32, sin *float32, n int)
+// Requires: AVX, FMA3
+TEXT ·ropeNeoXAVX2(SB), NOSPLIT, $0-40
+	MOVQ x0+0(FP), AX
+	MOVQ x1+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ n+32(FP), SI
+	SHRQ $0x03, SI
+	JZ   ropeNeoXAVX2_end
+
+ropeNeoXAVX2_loop:
+	VMOVUPS     (AX), Y0
+	VMOVUPS     (CX), Y1
+	VMULPS      (BX), Y1, Y2
+	VMULPS      (DX), Y1, Y1
+	VFMSUB231PS (DX), Y0, Y2
+	VFMADD231PS (BX), Y0, Y1
+	VMOVUPS     Y2, (AX)
+	VMOVUPS     Y1, (CX)
+	ADDQ        $0x00000020, AX
+	ADDQ        $0x00000020, CX
+	ADDQ        $0x00000020, DX
+	ADDQ        $0x00000020, BX
+	DECQ        SI
+	JNZ         ropeNeoXAVX2_loop
+
+ropeNeoXAVX2_end:
+	VZEROUPPER
+	RET
+
+// func ropeNormAVX2(v *float32, cos *float32, sin *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·ropeNormAVX2(SB), NOSPLIT, $0-32
+	MOVQ    v+0(FP), AX
+	MOVQ    cos+8(FP), CX
+	MOVQ    sin+16(FP), DX
+	MOVQ    n+24(FP), BX
+	VMOVDQU ropePairs8<>+0(SB), Y0
+	SHRQ    $0x02, BX
+	JZ      ropeNormAVX2_end
+
+ropeNormAVX2_loop:
+	VMOVUPS     (AX), Y1
+	VMOVUPS     (CX), X2
+	VPERMPS     Y2, Y0, Y2
+	VMOVUPS     (DX), X3
+	VPERMPS     Y3, Y0, Y3
+	VPERMILPS   $0xb1, Y1, Y4
+	VMULPS      Y3, Y4, Y5
+	VMULPS      Y2, Y1, Y6
+	VFMSUB231PS Y2, Y1, Y5
+	VFMADD231PS Y3, Y4, Y6
+	VBLENDPS    $0xaa, Y6, Y5, Y5
+	VMOVUPS     Y5, (AX)
+	ADDQ        $0x20, AX
+	ADDQ        $0x10, CX
+	ADDQ        $0x10, DX
+	DECQ        BX
+	JNZ         ropeNormAVX2_loop
+
+ropeNormAVX2_end:
+	VZEROUPPER
+	RET
+
+DATA ropePairs8<>+0(SB)/4, $0x00000000
+DATA ropePairs8<>+4(SB)/4, $0x00000000
+DATA ropePairs8<>+8(SB)/4, $0x00000001
+DATA ropePairs8<>+12(SB)/4, $0x00000001
+DATA ropePairs8<>+16(SB)/4, $0x00000002
+DATA ropePairs8<>+20(SB)/4, $0x00000002
+DATA ropePairs8<>+24(SB)/4, $0x00000003
+DATA ropePairs8<>+28(SB)/4, $0x00000003
+GLOBL ropePairs8<>(SB), RODATA|NOPTR, $32

@@ -13,3 +13,13 @@ func ropeNeoXAVX512(x0 *float32, x1 *float32, cos *float32, sin *float32, n int)
 //
 //go:noescape
 func ropeNormAVX512(v *float32, cos *float32, sin *float32, n int)
+
+// ropeNeoXAVX2 rotates the pairs (x0[i], x1[i]) by (cos[i], sin[i]) for i < n &^ 7.
+//
+//go:noescape
+func ropeNeoXAVX2(x0 *float32, x1 *float32, cos *float32, sin *float32, n int)
+
+// ropeNormAVX2 rotates the pairs (v[2i], v[2i+1]) by (cos[i], sin[i]) for i < n &^ 3.
+//
+//go:noescape
+func ropeNormAVX2(v *float32, cos *float32, sin *float32, n int)

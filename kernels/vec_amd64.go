@@ -62,6 +62,22 @@ func ropeAVX(v []float32, neox bool, cos, sin []float32) {
 	}
 }
 
+func ropeAVX2(v []float32, neox bool, cos, sin []float32) {
+	half := len(cos)
+	if half == 0 {
+		return
+	}
+	v, sin = v[:2*half], sin[:half]
+	done := half &^ 3
+	if neox {
+		done = half &^ 7
+		ropeNeoXAVX2(&v[0], &v[half], &cos[0], &sin[0], half)
+	} else {
+		ropeNormAVX2(&v[0], &cos[0], &sin[0], half)
+	}
+	ropeFrom(v, neox, cos, sin, done)
+}
+
 func scaleF32AVX(x []float32, a float32) {
 	if len(x) > 0 {
 		scaleF32AVX512(&x[0], a, len(x))
