@@ -167,7 +167,8 @@ func (a *actRows) sAhead(n int) {
 }
 
 // runGEMM computes output rows [r0, r1) of tokens [t0, t1) with the
-// accelerated kernel, as many tokens per call as its widest tile.
+// accelerated kernel, in as few passes over the rows as its widest tile
+// allows, of as even widths as possible.
 func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	block, size := j.gemm.recordSize()
 	rows, nb := j.w.Rows, j.w.Cols/block
@@ -185,12 +186,12 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	// As few passes over the weights as the widest tile allows, as even as
 	// possible (16 tokens on 5-wide tiles: 4+4+4+4, not 5+5+5+1).
 	passes := (t1 - t0 + len(tiles) - 1) / len(tiles)
+	act := j.act.rec
+	if j.gemm.float {
+		act = floatBytes(j.act.f)
+	}
 	for t := t0; t < t1; passes-- {
 		na := (t1 - t + passes - 1) / passes
-		act := j.act.rec
-		if j.gemm.float {
-			act = floatBytes(j.act.f)
-		}
 		tiles[na-1](w, wb, r1-r0, &act[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
 		t += na
 	}

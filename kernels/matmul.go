@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-
-	"pagoda/gguf"
-)
+import "fmt"
 
 // MatMul computes dst = x · wᵀ: dst (n, w.Rows), x (n, w.Cols), both row
 // major. Each row of x is first converted to w's activation format (see the
@@ -66,7 +62,8 @@ func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst 
 
 // planMatmul lays out act for x and returns the job computing dst once
 // x is converted (convert), split into about 16 tasks per thread: blocks
-// of output rows (whole groups of four for the 32-element tiled kernels)
+// of output rows (whole groups of four for the 32-element tiled kernels,
+// of repackRows for the repacked ones)
 // and, for the tiled kernels, of activation rows (see actBlock).
 func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
 	act.layout(actKindOf(w.Type), n, w.Cols)
@@ -130,7 +127,7 @@ func (g *blockGEMM) actBlock(cols int) int {
 }
 
 func checkMatMul(k *impl, dst []float32, w Weight, x []float32, n int) func([]byte, *actRow) float32 {
-	if int(w.Type) >= numTypes || k.dot[w.Type] == nil || w.repack && w.Type != gguf.Q4_0 {
+	if int(w.Type) >= numTypes || k.dot[w.Type] == nil {
 		panic(fmt.Sprintf("kernels: MatMul on unsupported weight type %v", w.Type))
 	}
 	if n < 0 || len(dst) != n*w.Rows || len(x) != n*w.Cols || len(w.Data) != w.Rows*w.RowBytes() {

@@ -3,8 +3,6 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"runtime"
-	"sync"
 
 	"pagoda/gguf"
 )
@@ -59,35 +57,21 @@ func repack(k *impl, w Weight) Weight {
 func (w Weight) Repacked() bool { return w.repack }
 
 // interleave8 lays out w's rows (a multiple of repackRows) in groups of
-// repackRows (see the constants above). Groups are split over GOMAXPROCS
-// goroutines (load time only).
+// repackRows (see the constants above).
 func interleave8(w Weight) []byte {
-	groups := w.Rows / repackRows
-	nb := w.Cols / 32
-	gb := nb * repackBlock
-	out := make([]byte, groups*gb)
-	parts := min(runtime.GOMAXPROCS(0), groups)
-	rb := w.RowBytes()
-	var wg sync.WaitGroup
-	for p := range parts {
-		wg.Go(func() {
-			for g := groups * p / parts; g < groups*(p+1)/parts; g++ {
-				for i := range repackRows {
-					row := w.Data[(repackRows*g+i)*rb:][:rb]
-					for b := range nb {
-						src := row[b*18 : (b+1)*18]
-						dst := out[g*gb+b*repackBlock:][:repackBlock]
-						copy(dst[2*i:], src[:2])
-						for c := range 4 {
-							copy(dst[2*repackRows+4*repackRows*c+4*i:][:4], src[2+4*c:][:4])
-						}
-					}
+	nb, rb := w.Cols/32, w.RowBytes()
+	return packGroups(w.Rows/repackRows, nb*repackBlock, func(out []byte, g int) {
+		for i := range repackRows {
+			row := w.Data[(repackRows*g+i)*rb:][:rb]
+			for b := range nb {
+				src, dst := row[b*18:(b+1)*18], out[b*repackBlock:][:repackBlock]
+				copy(dst[2*i:], src[:2])
+				for c := range 4 {
+					copy(dst[2*repackRows+4*repackRows*c+4*i:][:4], src[2+4*c:][:4])
 				}
 			}
-		})
-	}
-	wg.Wait()
-	return out
+		}
+	})
 }
 
 // dotQ4_0RGeneric is one (row, token) of the repacked arithmetic.

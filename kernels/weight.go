@@ -58,17 +58,24 @@ func pack(k *impl, w Weight) Weight {
 // four (see _asm/gemm32.go): per group and block, the four block headers
 // (the bytes before the quants), then the quants 16 bytes per row, in
 // 16-byte halves of the block for 8-bit quants. Rows past the last are
-// zero. Groups are split over GOMAXPROCS goroutines (load time only).
+// zero.
 func packRows32(w Weight) []byte {
-	groups := (w.Rows + 3) / 4
-	gb := w.Cols / 32 * 4 * w.Type.TypeSize()
+	return packGroups((w.Rows+3)/4, w.Cols/32*4*w.Type.TypeSize(), func(out []byte, g int) {
+		packGroup32(out, w, g)
+	})
+}
+
+// packGroups returns groups records of gb bytes, record g written by
+// fill(record, g); groups are split over GOMAXPROCS goroutines (load time
+// only).
+func packGroups(groups, gb int, fill func(out []byte, g int)) []byte {
 	out := make([]byte, groups*gb)
 	parts := min(runtime.GOMAXPROCS(0), groups)
 	var wg sync.WaitGroup
 	for p := range parts {
 		wg.Go(func() {
 			for g := groups * p / parts; g < groups*(p+1)/parts; g++ {
-				packGroup32(out[g*gb:(g+1)*gb], w, g)
+				fill(out[g*gb:(g+1)*gb], g)
 			}
 		})
 	}
