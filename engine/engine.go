@@ -37,6 +37,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	inbox   []command
+	closed  bool          // the loop stopped: no command is taken any more
 	wake    chan struct{} // cap 1: the inbox changed
 	nextID  atomic.Int64
 	started atomic.Bool
@@ -176,7 +177,9 @@ func (e *Engine) AddRequest(r Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.send(command{add: req})
+	if !e.send(command{add: req}) {
+		return nil, ErrEngineStopped
+	}
 	return req.stream, nil
 }
 
@@ -184,14 +187,30 @@ func (e *Engine) AddRequest(r Request) (*Stream, error) {
 // does nothing for an unknown or finished request.
 func (e *Engine) Abort(id string) { e.send(command{abort: id}) }
 
-func (e *Engine) send(c command) {
+func (e *Engine) send(c command) bool {
 	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return false
+	}
 	e.inbox = append(e.inbox, c)
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// shutdown ends the loop: it closes the inbox (later commands are refused),
+// applies what was queued and ends every request with ErrEngineStopped.
+func (e *Engine) shutdown() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.drain()
+	e.stopAll()
+	e.publishStats()
 }
 
 // drain applies the queued commands.
@@ -268,13 +287,12 @@ func (e *Engine) loop(ctx context.Context) {
 			case <-e.wake:
 				continue
 			case <-ctx.Done():
-				e.drain()
-				e.abortAll()
+				e.shutdown()
 				return
 			}
 		}
 		if ctx.Err() != nil {
-			e.abortAll()
+			e.shutdown()
 			return
 		}
 		_ = e.Step() // errors fail the affected requests

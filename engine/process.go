@@ -246,10 +246,12 @@ func (r *request) ordered() []*seqState {
 }
 
 // bestOutputs returns the n sequences with the highest cumulative logprob
-// (all of them when best_of = n), indexed 0..n-1.
+// (all of them when best_of = n), indexed 0..n-1. A request that ended
+// before its sequences were forked (aborted while waiting or mid-prefill)
+// has fewer than n: all of them are returned.
 func (r *request) bestOutputs() []CompletionOutput {
 	sts := r.ordered()
-	if r.params.bestOf() > r.params.N {
+	if len(sts) > r.params.N {
 		slices.SortStableFunc(sts, func(a, b *seqState) int {
 			switch {
 			case a.cum > b.cum:
@@ -259,7 +261,7 @@ func (r *request) bestOutputs() []CompletionOutput {
 			}
 			return 0
 		})
-		sts = sts[:r.params.N]
+		sts = sts[:r.params.N] // len(sts) > N: never out of range
 	}
 	outs := make([]CompletionOutput, len(sts))
 	for i, st := range sts {

@@ -73,9 +73,9 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 			return nil, fmt.Errorf("%w: the prompt has %d tokens and the model's maximum length is %d", ErrPromptTooLong, n, limit)
 		}
 		p.MaxTokens = limit - n
-	} else if n+p.MaxTokens > limit {
-		return nil, fmt.Errorf("%w: prompt (%d tokens) + max_tokens (%d) = %d exceeds the model's maximum length %d",
-			ErrPromptTooLong, n, p.MaxTokens, n+p.MaxTokens, limit)
+	} else if p.MaxTokens > limit-n { // not n+MaxTokens: it overflows for huge max_tokens
+		return nil, fmt.Errorf("%w: prompt (%d tokens) + max_tokens (%d) exceeds the model's maximum length %d",
+			ErrPromptTooLong, n, p.MaxTokens, limit)
 	}
 	id := r.ID
 	if id == "" {
@@ -133,9 +133,15 @@ func (e *Engine) abort(id string) {
 	e.finishRequest(r, FinishAbort, nil)
 }
 
-func (e *Engine) abortAll() {
-	for id := range e.reqs {
-		e.abort(id)
+// ErrEngineStopped ends the requests still live when the engine loop stops
+// (shutdown), and refuses requests added after it stopped.
+var ErrEngineStopped = errors.New("the engine stopped (the server is shutting down)")
+
+// stopAll ends every live request with ErrEngineStopped.
+func (e *Engine) stopAll() {
+	for id, r := range e.reqs {
+		e.sched.Abort(id)
+		e.finishRequest(r, FinishAbort, ErrEngineStopped)
 	}
 }
 

@@ -110,6 +110,8 @@ func engineError(err error) *apiError {
 		return badRequest("max_tokens", "%s", err.Error())
 	case errors.Is(err, sched.ErrCacheTooSmall):
 		return badRequest("prompt", "%s", err.Error())
+	case errors.Is(err, engine.ErrEngineStopped):
+		return unavailable(5, "%s", err.Error())
 	}
 	var ae *apiError
 	if errors.As(err, &ae) {
