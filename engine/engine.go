@@ -40,6 +40,7 @@ type Engine struct {
 	closed  bool          // the loop stopped: no command is taken any more
 	wake    chan struct{} // cap 1: the inbox changed
 	nextID  atomic.Int64
+	queued  atomic.Int64 // sequences of requests added but not yet scheduled
 	started atomic.Bool
 	stopped chan struct{} // closed when the loop returns
 
@@ -177,10 +178,26 @@ func (e *Engine) AddRequest(r Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.queued = int64(req.params.bestOf())
+	e.queued.Add(req.queued)
 	if !e.send(command{add: req}) {
+		e.queued.Add(-req.queued)
 		return nil, ErrEngineStopped
 	}
 	return req.stream, nil
+}
+
+// QueuedSeqs is the number of sequences (each of n/best_of counts) of the
+// requests added but not yet scheduled, counted from the moment AddRequest
+// returns: what an admission limit such as --max-queue bounds. Safe from
+// any goroutine.
+func (e *Engine) QueuedSeqs() int64 { return e.queued.Load() }
+
+// dequeue stops counting r's sequences as queued (it was scheduled, or it
+// finished before).
+func (e *Engine) dequeue(r *request) {
+	e.queued.Add(-r.queued)
+	r.queued = 0
 }
 
 // Abort finishes the request with reason "abort" and frees its blocks. It

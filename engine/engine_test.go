@@ -293,8 +293,11 @@ func TestLoopAbortsOnShutdown(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	o, err := s.Collect(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrEngineStopped) {
+		t.Fatalf("Collect error %v, want ErrEngineStopped", err)
+	}
+	if _, err := e.AddRequest(Request{PromptTokens: []int32{1, 403}, Params: GreedyParams(4)}); !errors.Is(err, ErrEngineStopped) {
+		t.Fatalf("AddRequest after shutdown: %v, want ErrEngineStopped", err)
 	}
 	if !o.Finished || o.Outputs[0].FinishReason != FinishAbort {
 		t.Fatalf("want an aborted final output, got %+v", o.Outputs)

@@ -58,6 +58,15 @@ func GreedyParams(maxTokens int) SamplingParams {
 // MaxN bounds n and best_of.
 const MaxN = 64
 
+// Bounds on the stop conditions of one request, so that checking them stays
+// a small constant cost per token on the engine loop (OpenAI allows 4 stop
+// strings; vLLM sets no bound).
+const (
+	MaxStopStrings  = 64  // stop strings per request
+	MaxStopBytes    = 256 // bytes per stop string
+	MaxStopTokenIDs = 256 // stop_token_ids per request
+)
+
 // bestOf is the number of sequences the request runs.
 func (p *SamplingParams) bestOf() int { return max(p.N, p.BestOf) }
 
@@ -84,6 +93,17 @@ func (p *SamplingParams) Validate(vocabSize int) error {
 		return fmt.Errorf("min_tokens must be in [0, max_tokens=%d], got %d", p.MaxTokens, p.MinTokens)
 	case p.PromptLogprobs < -1 || p.PromptLogprobs > sample.MaxLogprobs:
 		return fmt.Errorf("prompt_logprobs must be in [0, %d], got %d", sample.MaxLogprobs, p.PromptLogprobs)
+	}
+	if len(p.Stop) > MaxStopStrings {
+		return fmt.Errorf("stop must have at most %d strings, got %d", MaxStopStrings, len(p.Stop))
+	}
+	for i, s := range p.Stop {
+		if len(s) > MaxStopBytes {
+			return fmt.Errorf("stop[%d] must be at most %d bytes, got %d", i, MaxStopBytes, len(s))
+		}
+	}
+	if len(p.StopTokenIDs) > MaxStopTokenIDs {
+		return fmt.Errorf("stop_token_ids must have at most %d ids, got %d", MaxStopTokenIDs, len(p.StopTokenIDs))
 	}
 	for _, id := range p.StopTokenIDs {
 		if id < 0 || int(id) >= vocabSize {

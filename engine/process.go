@@ -70,6 +70,7 @@ func (e *Engine) markScheduled(out *sched.Output) {
 	for _, sq := range out.Seqs {
 		if r := sq.Group.Data.(*request); r.metrics.FirstScheduled.IsZero() {
 			r.metrics.FirstScheduled, r.cached = now, sq.Start
+			e.dequeue(r)
 		}
 	}
 }
@@ -225,6 +226,7 @@ func (e *Engine) emit(r *request, done bool, err error) {
 		o.Outputs = r.bestOutputs()
 	}
 	if done {
+		e.dequeue(r)
 		r.metrics.Finished = time.Now()
 		delete(e.reqs, r.id)
 		e.sched.Remove(r.group)

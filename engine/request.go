@@ -26,9 +26,11 @@ type request struct {
 	beam     *beamSearch
 	metrics  Metrics
 	cached   int
-	promptLP []Logprob // prompt logprobs computed so far (entry 0 empty)
-	sentLP   int       // prompt logprobs already streamed
-	suppress []int32   // EOS and stop tokens, suppressed before min_tokens
+	promptLP []Logprob          // prompt logprobs computed so far (entry 0 empty)
+	sentLP   int                // prompt logprobs already streamed
+	suppress []int32            // EOS and stop tokens, suppressed before min_tokens
+	stops    *tokenizer.StopSet // the stop strings' automaton, shared by the sequences
+	queued   int64              // sequences counted in Engine.queued (0 once scheduled or finished)
 }
 
 // seqState is one sequence's sampling and detokenization state.
@@ -82,7 +84,7 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 		id = e.newID()
 	}
 	req := &request{id: id, params: p, prompt: slices.Clone(r.PromptTokens), stream: newStream(),
-		seqs: map[*sched.Sequence]*seqState{}, maxLen: n + p.MaxTokens}
+		seqs: map[*sched.Sequence]*seqState{}, maxLen: n + p.MaxTokens, stops: tokenizer.NewStopSet(p.Stop)}
 	req.metrics.Arrival = time.Now()
 	if !p.IgnoreEOS {
 		req.suppress = append(req.suppress, e.tok.EOGs()...)
@@ -102,7 +104,7 @@ func (e *Engine) newSeqState(r *request, index int) *seqState {
 	p := r.params
 	st := &seqState{index: index, sampler: sample.New(p.Params.Child(index), r.prompt),
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
-		stop:  tokenizer.NewStopMatcher(p.Stop, p.IncludeStopStrInOutput)}
+		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
 	if !p.needsScores() {
 		st.sampler.SkipScores()
@@ -116,6 +118,7 @@ func (e *Engine) newSeqState(r *request, index int) *seqState {
 // admit hands a new request to the scheduler (or refuses a duplicate id).
 func (e *Engine) admit(r *request) {
 	if _, dup := e.reqs[r.id]; dup {
+		e.dequeue(r)
 		r.stream.push(RequestOutput{RequestID: r.id, Finished: true,
 			Err: fmt.Errorf("request id %q is already in use", r.id)})
 		return

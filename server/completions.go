@@ -34,7 +34,7 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 			p.PromptLogprobs = max(p.PromptLogprobs, *req.Logprobs)
 		}
 	}
-	prompts, aerr := parsePrompts(req.Prompt, b.tok, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	prompts, aerr := parsePrompts(req.Prompt, b.tok, req.AddSpecialTokens == nil || *req.AddSpecialTokens, b.e.Config().MaxModelLen)
 	if aerr != nil {
 		return aerr
 	}

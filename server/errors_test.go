@@ -156,17 +156,20 @@ func TestNotReady(t *testing.T) {
 	checkError(t, code, body, http.StatusServiceUnavailable, "", "loading")
 }
 
-// More waiting requests than --max-queue: 503 with Retry-After.
+// More waiting sequences than --max-queue: 503 with Retry-After.
 func TestQueueLimit(t *testing.T) {
 	ts := newTestServer(t, func(c *engine.Config) { c.MaxNumSeqs = 1 }, Options{MaxQueue: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	long := map[string]any{"prompt": onceUpon, "max_tokens": 480, "ignore_eos": true, "stream": true}
-	for range 3 { // one runs, two wait
+	for i := range 2 { // one runs, one waits
 		resp := do(t, ctx, "POST", ts.url+"/v1/completions", long)
 		defer resp.Body.Close()
+		if i == 0 {
+			waitFor(t, 10*time.Second, "a running request", func() bool { return ts.e.QueuedSeqs() == 0 })
+		}
 	}
-	waitFor(t, 10*time.Second, "two waiting requests", func() bool { return ts.e.Stats().Waiting >= 2 })
+	waitFor(t, 10*time.Second, "a waiting request", func() bool { return ts.e.Stats().Waiting >= 1 })
 	resp := do(t, context.Background(), "POST", ts.url+"/v1/completions", map[string]any{"prompt": "a"})
 	defer resp.Body.Close()
 	var e errorBody

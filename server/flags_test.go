@@ -106,7 +106,7 @@ func FuzzCompletionRequest(f *testing.F) {
 			if p, aerr := req.samplingParams(req.MaxTokens, 16); aerr == nil {
 				p.Validate(tok.VocabSize())
 			}
-			parsePrompts(req.Prompt, tok, true)
+			parsePrompts(req.Prompt, tok, true, 1<<20)
 		}
 		var chat chatRequest
 		if json.Unmarshal(body, &chat) == nil {

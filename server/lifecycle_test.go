@@ -145,8 +145,9 @@ func TestShutdown(t *testing.T) {
 				t.Fatalf("Serve returned %v", err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			if finished := strings.Contains(string(body), "[DONE]"); finished == tc.wantErr {
-				t.Fatalf("stream finished=%v after shutdown: %s", finished, tail(body))
+			cut := strings.Contains(string(body), `"error"`) && strings.Contains(string(body), "shutting down")
+			if !strings.HasSuffix(string(body), "data: [DONE]\n\n") || cut != tc.wantErr {
+				t.Fatalf("stream cut=%v after shutdown (want %v), or no [DONE]: %s", cut, tc.wantErr, tail(body))
 			}
 			if _, err := http.Get(url + "/health"); err == nil {
 				t.Fatal("the server still accepts connections")

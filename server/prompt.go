@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"pagoda/engine"
 	"pagoda/tokenizer"
 )
 
@@ -19,20 +21,37 @@ type promptInput struct {
 // list of token ids, or a list of lists of token ids. Strings are tokenized
 // with special-token texts recognised, and BOS added when addSpecial and the
 // vocabulary asks for it.
-func parsePrompts(raw json.RawMessage, tok *tokenizer.Tokenizer, addSpecial bool) ([]promptInput, *apiError) {
+//
+// Prompts with more than limit tokens are refused (400) without being
+// tokenized to the end; so are empty prompts and more than MaxPrompts.
+func parsePrompts(raw json.RawMessage, tok *tokenizer.Tokenizer, addSpecial bool, limit int) ([]promptInput, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("prompt", "prompt is required")
 	}
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		return []promptInput{textPrompt(tok, one, addSpecial)}, nil
+		if one == "" {
+			return nil, badRequest("prompt", "prompt must not be empty")
+		}
+		p, aerr := textPrompt(tok, one, addSpecial, limit)
+		return []promptInput{p}, aerr
 	}
 	var texts []string
 	if json.Unmarshal(raw, &texts) == nil && len(texts) > 0 {
+		if aerr := checkPromptCount(len(texts)); aerr != nil {
+			return nil, aerr
+		}
 		out := make([]promptInput, len(texts))
 		for i, t := range texts {
-			out[i] = textPrompt(tok, t, addSpecial)
+			if t == "" {
+				return nil, badRequest("prompt", "prompt[%d] must not be empty", i)
+			}
+			var aerr *apiError
+			if out[i], aerr = textPrompt(tok, t, addSpecial, limit); aerr != nil {
+				aerr.Message = fmt.Sprintf("prompt %d: %s", i, aerr.Message)
+				return nil, aerr
+			}
 		}
 		return out, nil
 	}
@@ -42,8 +61,14 @@ func parsePrompts(raw json.RawMessage, tok *tokenizer.Tokenizer, addSpecial bool
 	}
 	var lists [][]int32
 	if json.Unmarshal(raw, &lists) == nil && len(lists) > 0 {
+		if aerr := checkPromptCount(len(lists)); aerr != nil {
+			return nil, aerr
+		}
 		out := make([]promptInput, len(lists))
 		for i, l := range lists {
+			if len(l) == 0 {
+				return nil, badRequest("prompt", "prompt[%d] must not be empty", i)
+			}
 			out[i] = promptInput{ids: l, text: tok.Decode(l)}
 		}
 		return out, nil
@@ -52,8 +77,32 @@ func parsePrompts(raw json.RawMessage, tok *tokenizer.Tokenizer, addSpecial bool
 		"a list of token ids, or a list of lists of token ids")
 }
 
-func textPrompt(tok *tokenizer.Tokenizer, text string, addSpecial bool) promptInput {
-	return promptInput{ids: tok.Encode(text, addSpecial, true), text: text}
+// MaxPrompts bounds the prompts of one completions request (a list of
+// strings or of token lists).
+const MaxPrompts = 256
+
+func checkPromptCount(n int) *apiError {
+	if n > MaxPrompts {
+		return badRequest("prompt", "a request may have at most %d prompts, got %d", MaxPrompts, n)
+	}
+	return nil
+}
+
+// textPrompt tokenizes text, refusing it as soon as it is known to have
+// more than limit tokens: the work and memory spent on an over-long prompt
+// are bounded by limit, not by the text's size.
+func textPrompt(tok *tokenizer.Tokenizer, text string, addSpecial bool, limit int) (promptInput, *apiError) {
+	ids, ok := tok.EncodeLimit(text, addSpecial, true, limit)
+	if !ok {
+		return promptInput{}, promptTooLong(limit)
+	}
+	return promptInput{ids: ids, text: text}, nil
+}
+
+// promptTooLong is the 400 of a prompt with more tokens than the model length.
+func promptTooLong(limit int) *apiError {
+	return badRequest("prompt", "%s: the prompt has more than %d tokens, the model's maximum length",
+		engine.ErrPromptTooLong, limit)
 }
 
 // chatRoles are the message roles accepted; the template decides how each
@@ -130,6 +179,11 @@ func (b *backend) chatPrompt(req *chatRequest) (promptInput, *apiError) {
 		}
 		addGen = false
 	}
+	for k := range req.ChatTemplateKwargs {
+		if tokenizer.ReservedVar(k) {
+			return promptInput{}, badRequest("chat_template_kwargs", "chat_template_kwargs.%s is set by the server and cannot be overridden", k)
+		}
+	}
 	text, err := b.template.Render(msgs, tokenizer.ChatOptions{AddGenerationPrompt: addGen,
 		BOS: b.bosText, EOS: b.eosText, Vars: req.ChatTemplateKwargs})
 	if err != nil {
@@ -141,14 +195,19 @@ func (b *backend) chatPrompt(req *chatRequest) (promptInput, *apiError) {
 			text = text[:i+len(last)]
 		}
 	}
-	return promptInput{ids: b.encodeChat(text, req.AddSpecialTokens), text: text}, nil
+	ids, aerr := b.encodeChat(text, req.AddSpecialTokens)
+	return promptInput{ids: ids, text: text}, aerr
 }
 
-// encodeChat tokenizes rendered chat text.
-func (b *backend) encodeChat(text string, addSpecial bool) []int32 {
-	ids := b.tok.Encode(text, addSpecial, true)
+// encodeChat tokenizes rendered chat text, refusing it past the model length.
+func (b *backend) encodeChat(text string, addSpecial bool) ([]int32, *apiError) {
+	limit := b.e.Config().MaxModelLen
+	ids, ok := b.tok.EncodeLimit(text, addSpecial, true, limit)
+	if !ok {
+		return nil, promptTooLong(limit)
+	}
 	if !addSpecial && b.tok.AddBOS() && (len(ids) == 0 || ids[0] != b.tok.BOS()) {
 		ids = append([]int32{b.tok.BOS()}, ids...)
 	}
-	return ids
+	return ids, nil
 }

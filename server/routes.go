@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// bodyTimeout bounds reading a request body.
-const bodyTimeout = 60 * time.Second
 
 // A handler serves one route of a ready server.
 type handlerFunc func(b *backend, w http.ResponseWriter, r *http.Request) error
@@ -103,21 +101,35 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.APIKey)) == 1
 }
 
-// decodeJSON reads the body (at most the server's limit, within
-// bodyTimeout) into v.
+// decodeJSON reads the body (at most the server's limit, within its body
+// timeout) into v.
+//
+// The read deadline is cleared only after the whole body arrived: a body
+// that fails (too slow, too large, cut) leaves a deadline in the past and
+// the connection marked to close, so that net/http, which discards the
+// unread rest of a body after the handler, never waits on that client.
 func (b *backend) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	limit := b.maxBody
 	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
 		return tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	rc.SetReadDeadline(time.Now().Add(b.bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		rc.SetReadDeadline(time.Now())
+	} else {
+		rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return badRequest("", "reading the request body: it did not arrive within %v", b.bodyTimeout)
 	case err != nil:
 		return badRequest("", "reading the request body: %v", err)
 	}

@@ -40,8 +40,9 @@ type Options struct {
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on every
 	// endpoint except /health, /version and /metrics.
 	APIKey string
-	// MaxQueue refuses generation requests with 503 while more than
-	// MaxQueue requests wait in the engine; 0 means no limit.
+	// MaxQueue bounds the sequences waiting in the engine (each prompt of a
+	// request counts max(n, best_of)): a request that would take them past
+	// MaxQueue gets a 503, one larger than MaxQueue a 400; 0 means no limit.
 	MaxQueue int
 	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 16 MiB.
 	MaxBodyBytes int64
@@ -56,6 +57,9 @@ type Options struct {
 	// ReadHeaderTimeout bounds the wait for a request's headers (Serve);
 	// 0 means 10 s.
 	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body; 0 means 60 s. A body
+	// that does not arrive in time gets a 400 and the connection is closed.
+	BodyTimeout time.Duration
 }
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
@@ -89,6 +93,7 @@ type backend struct {
 	created          int64
 	m                *metrics
 	maxBody          int64
+	bodyTimeout      time.Duration
 	maxQueue         int
 }
 
@@ -100,6 +105,9 @@ func New(opts Options) *Server {
 	}
 	if opts.ReadHeaderTimeout <= 0 {
 		opts.ReadHeaderTimeout = 10 * time.Second
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 60 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = log.New(io.Discard, "", 0)
@@ -124,7 +132,7 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		src = tok.ChatTemplate()
 	}
 	b := &backend{e: e, tok: tok, name: s.opts.ServedModelName, created: time.Now().Unix(),
-		maxBody: s.opts.MaxBodyBytes, maxQueue: s.opts.MaxQueue,
+		maxBody: s.opts.MaxBodyBytes, bodyTimeout: s.opts.BodyTimeout, maxQueue: s.opts.MaxQueue,
 		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS())}
 	if src != "" {
 		t, err := tokenizer.CompileTemplate(src)

@@ -91,7 +91,9 @@ func (s *source) next(ctx context.Context) event {
 // relay streams every delta of ts to out until all requests end: chunk
 // builds the event of one output delta of prompt (nil skips it). It reports
 // false when the stream ended early: the client left, the server is
-// stopping, or a request failed (an error event was sent).
+// stopping, or a request failed. A stream that ends early ends with an
+// error event and [DONE] (written only if the client still listens), never
+// silently: a 200 stream without [DONE] means the connection broke.
 func (b *backend) relay(ctx context.Context, out *sse, ts []*tracker, chunk func(prompt int, c engine.CompletionOutput) any) bool {
 	src := newSource(ctx, ts)
 	for left := len(ts); left > 0; {
@@ -101,6 +103,7 @@ func (b *backend) relay(ctx context.Context, out *sse, ts []*tracker, chunk func
 			continue
 		}
 		if ev.err != nil {
+			out.fail(unavailable(5, "the request was aborted: the server is shutting down or the client left"))
 			return false
 		}
 		ts[ev.prompt].add(ev.out)

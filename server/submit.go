@@ -8,14 +8,14 @@ import (
 )
 
 // submit validates p and adds one engine request per prompt, with ids id
-// (one prompt) or id-i. It refuses with 503 while more requests wait than
-// --max-queue allows. On error it aborts the requests already added.
+// (one prompt) or id-i. Every sequence counts against --max-queue (each
+// prompt × max(n, best_of)): a request that could never fit gets a 400, one
+// that does not fit now a 503. On error it aborts the requests already added.
 func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingParams, priority int) ([]*tracker, *apiError) {
-	if st := b.e.Stats(); b.maxQueue > 0 && st.Waiting > b.maxQueue {
-		return nil, unavailable(1, "%d requests are waiting, over the limit of %d (--max-queue); retry later",
-			st.Waiting, b.maxQueue)
-	}
 	if aerr := validate(&p, b.e.ModelConfig().VocabSize); aerr != nil {
+		return nil, aerr
+	}
+	if aerr := b.admit(len(prompts) * max(p.N, p.BestOf)); aerr != nil {
 		return nil, aerr
 	}
 	ts := make([]*tracker, 0, len(prompts))
@@ -36,6 +36,24 @@ func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingPara
 		ts = append(ts, &tracker{id: rid, stream: s, prompt: pr.ids, m: b.m})
 	}
 	return ts, nil
+}
+
+// admit checks that seqs more sequences fit in the queue (--max-queue).
+// Concurrent handlers may each pass before either's requests are counted,
+// so the queue can exceed the limit by what those handlers carry.
+func (b *backend) admit(seqs int) *apiError {
+	if b.maxQueue <= 0 {
+		return nil
+	}
+	if seqs > b.maxQueue {
+		return badRequest("n", "the request needs %d sequences (prompts × max(n, best_of)), more than the queue holds (--max-queue %d)",
+			seqs, b.maxQueue)
+	}
+	if q := b.e.QueuedSeqs(); q+int64(seqs) > int64(b.maxQueue) {
+		return unavailable(1, "%d sequences are waiting and this request adds %d, over the limit of %d (--max-queue); retry later",
+			q, seqs, b.maxQueue)
+	}
+	return nil
 }
 
 // abort aborts the requests of ts that have not finished (the client left,

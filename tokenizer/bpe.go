@@ -27,7 +27,9 @@ type bpeSession struct {
 // substitute U+FFFD), so every byte string round-trips, except bytes the vocabulary has no
 // token for (vocabularies trained on UTF-8 text often lack 0xF5-0xFF): like llama.cpp and
 // Hugging Face, those are dropped rather than mapped to an unknown token.
-func (t *Tokenizer) bpeEncode(fragment string, out []int32) []int32 {
+//
+// With limit ≥ 0 it stops after the first pre-token that takes out past limit tokens.
+func (t *Tokenizer) bpeEncode(fragment string, out []int32, limit int) []int32 {
 	dt := decodeText(fragment)
 	s := &bpeSession{t: t}
 	s.queue.less = bpeLess
@@ -35,6 +37,9 @@ func (t *Tokenizer) bpeEncode(fragment string, out []int32) []int32 {
 	for _, hi := range preTokenize(dt, t.pretok) {
 		s.buf = byteEncode(s.buf[:0], fragment[dt.offs[lo]:dt.offs[hi]])
 		out = s.encodeWord(string(s.buf), out)
+		if limit >= 0 && len(out) > limit {
+			return out
+		}
 		lo = hi
 	}
 	return out

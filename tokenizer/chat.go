@@ -88,6 +88,9 @@ func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
 		"eos_token":             opts.EOS,
 	}
 	for k, v := range opts.Vars {
+		if ReservedVar(k) {
+			return "", fmt.Errorf("%w: the variable %q is set by the renderer and cannot be overridden", ErrChatTemplate, k)
+		}
 		vars[k] = v
 	}
 	out, err := t.tpl.ExecuteToString(exec.NewContext(vars))
@@ -160,3 +163,14 @@ func (l sourceLoader) Resolve(path string) (string, error) {
 }
 
 func (l sourceLoader) Inherit(string) (loaders.Loader, error) { return l, nil }
+
+// ReservedVar reports whether name is a template variable the renderer sets
+// itself (messages, add_generation_prompt, bos_token, eos_token and the
+// helper functions), which ChatOptions.Vars may not override.
+func ReservedVar(name string) bool {
+	switch name {
+	case "messages", "add_generation_prompt", "bos_token", "eos_token", "strftime_now", "raise_exception":
+		return true
+	}
+	return false
+}

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // fragment is a piece of the input: raw text still to tokenize, or an already-known token.
 type fragment struct {
@@ -16,6 +19,62 @@ type fragment struct {
 // addSpecial, BOS is prepended when the vocabulary's add_bos_token is set and EOS appended
 // when add_eos_token is set. An empty text yields no tokens besides those.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	return t.encode(text, addSpecial, parseSpecial, -1)
+}
+
+// EncodeLimit is Encode for text that must give at most limit tokens: it
+// returns (nil, false) as soon as the text is known to give more. A text
+// longer than limit tokens can hold (MinTokens) is refused before any
+// tokenization, and tokenization stops at the first fragment or pre-token
+// that passes limit; so time and memory are bounded by limit, not by the
+// text's size (but for bytes the vocabulary drops, which cost a scan).
+func (t *Tokenizer) EncodeLimit(text string, addSpecial, parseSpecial bool, limit int) ([]int32, bool) {
+	if t.MinTokens(text) > limit {
+		return nil, false
+	}
+	ids := t.encode(text, addSpecial, parseSpecial, limit)
+	if len(ids) > limit {
+		return nil, false
+	}
+	return ids, true
+}
+
+// MinTokens is a lower bound on the number of tokens text gives: no token
+// covers more than maxCover input bytes, and only bytes the vocabulary may
+// drop (no token for the byte; whitespace after an rstrip token) are
+// covered by none. It scans text once and allocates nothing.
+func (t *Tokenizer) MinTokens(text string) int {
+	covered := len(text)
+	for i := 0; i < len(text); i++ {
+		if t.droppable[text[i]] {
+			covered--
+		}
+	}
+	return (covered + t.maxCover - 1) / t.maxCover
+}
+
+// buildCover sets maxCover and droppable (see MinTokens).
+func (t *Tokenizer) buildCover() {
+	t.maxCover = 1
+	if t.model == ModelSPM {
+		t.maxCover = utf8.UTFMax // an unknown token stands for one character
+	}
+	for id, p := range t.pieces {
+		t.maxCover = max(t.maxCover, len(p), len(t.tokens[id]))
+	}
+	for b := range 256 {
+		t.droppable[b] = t.byteTok[b] == NoToken
+	}
+	if len(t.rstrip) > 0 {
+		for _, b := range []byte(" \t\n\v\f\r") {
+			t.droppable[b] = true
+		}
+	}
+}
+
+// encode is Encode; with limit ≥ 0 it may stop early once the output has
+// more than limit tokens (the caller then discards it).
+func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, limit int) []int32 {
 	out := make([]int32, 0, len(text)/3+2)
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)
@@ -30,7 +89,10 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 			out = t.spmEncode(f.text, t.addSpacePrefix && prevSpecial, out)
 			prevSpecial = false
 		default:
-			out = t.bpeEncode(f.text, out)
+			out = t.bpeEncode(f.text, out, limit)
+		}
+		if limit >= 0 && len(out) > limit {
+			return out
 		}
 	}
 	if addSpecial && t.addEOS {

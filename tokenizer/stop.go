@@ -1,19 +1,25 @@
 package tokenizer
 
-import "strings"
-
 // StopMatcher watches streamed text for stop strings. It releases text only once no stop
 // string can begin in it: the tail of the text that is a prefix of some stop string is held
 // back until later text rules the stop string in or out. So released text never contains any
 // part of a stop string that matches, however the stop string is split across tokens (unless
 // IncludeStop asks for the stop string itself).
 //
+// Matching is incremental: one Aho-Corasick automaton (StopSet) over all stop strings reads
+// each pushed byte once, so a push costs O(len(text)) whatever the number and length of the
+// stop strings. The stop string that matches is the first to be completed in the text (the
+// longest, when several end at the same byte); this does not depend on how the text is split
+// into pushes.
+//
 // Invariant: released text + held-back text == all pushed text, up to and excluding the
-// match (or including it, with IncludeStop).
+// match (or including it, with IncludeStop); the held-back text is the automaton's depth: the
+// longest suffix of the pushed text that is a proper prefix of a stop string.
 type StopMatcher struct {
-	stops       []string
+	set         *StopSet
 	includeStop bool
-	held        string // pushed text not released yet; never contains a complete stop string
+	state       int32  // automaton node after all pushed bytes
+	held        []byte // pushed text not released yet (len == depth of state)
 	released    int    // bytes released so far
 	match       StopMatch
 	stopped     bool
@@ -29,13 +35,13 @@ type StopMatch struct {
 // NewStopMatcher watches for stops (empty strings are ignored). With includeStop, the matched
 // stop string is part of the released text (vLLM's include_stop_str_in_output).
 func NewStopMatcher(stops []string, includeStop bool) *StopMatcher {
-	m := &StopMatcher{includeStop: includeStop}
-	for _, s := range stops {
-		if s != "" {
-			m.stops = append(m.stops, s)
-		}
-	}
-	return m
+	return NewStopSet(stops).Matcher(includeStop)
+}
+
+// Matcher returns a new matcher over the set's stop strings. Matchers share the set, which is
+// immutable.
+func (s *StopSet) Matcher(includeStop bool) *StopMatcher {
+	return &StopMatcher{set: s, includeStop: includeStop}
 }
 
 // Push adds text and returns the text that may now be released. Once a stop string has
@@ -45,62 +51,45 @@ func (m *StopMatcher) Push(text string) (out string, stopped bool) {
 	if m.stopped {
 		return "", true
 	}
-	buf := m.held + text
-	if i, s := m.earliest(buf); s >= 0 {
-		m.stopped = true
-		m.match = StopMatch{Stop: m.stops[s], Index: s, Offset: m.released + i}
-		end := i
-		if m.includeStop {
-			end += len(m.stops[s])
-		}
-		m.held = ""
-		m.released += end
-		return buf[:end], true
+	if len(m.set.nodes) <= 1 {
+		m.released += len(text)
+		return text, false
 	}
-	keep := m.partialTail(buf)
-	out, m.held = buf[:len(buf)-keep], buf[len(buf)-keep:]
+	start := m.released + len(m.held) // offset of text[0] in all pushed text
+	for i := 0; i < len(text); i++ {
+		m.state = m.set.next(m.state, text[i])
+		idx := m.set.nodes[m.state].out
+		if idx < 0 {
+			continue
+		}
+		stop := m.set.stops[idx]
+		at := start + i + 1 - len(stop) // offset of the match
+		m.stopped = true
+		m.match = StopMatch{Stop: stop, Index: int(idx), Offset: at}
+		end := at
+		if m.includeStop {
+			end += len(stop)
+		}
+		all := append(m.held, text[:i+1]...)
+		out := string(all[:end-m.released])
+		m.held, m.released = nil, end
+		return out, true
+	}
+	m.held = append(m.held, text...)
+	keep := int(m.set.nodes[m.state].depth)
+	out = string(m.held[:len(m.held)-keep])
+	m.held = append(m.held[:0], m.held[len(m.held)-keep:]...)
 	m.released += len(out)
 	return out, false
 }
 
 // Flush releases the held-back text at the end of the stream (when no stop string matched).
 func (m *StopMatcher) Flush() string {
-	out := m.held
-	m.held = ""
+	out := string(m.held)
+	m.held = m.held[:0]
 	m.released += len(out)
 	return out
 }
 
 // Match returns the matched stop string, if any.
 func (m *StopMatcher) Match() (StopMatch, bool) { return m.match, m.stopped }
-
-// earliest finds the stop string occurring first in buf (the longest on a tie) and returns its
-// position and index, or (-1, -1).
-func (m *StopMatcher) earliest(buf string) (pos, idx int) {
-	pos, idx = -1, -1
-	for i, s := range m.stops {
-		j := strings.Index(buf, s)
-		if j < 0 {
-			continue
-		}
-		if idx < 0 || j < pos || (j == pos && len(s) > len(m.stops[idx])) {
-			pos, idx = j, i
-		}
-	}
-	return pos, idx
-}
-
-// partialTail is the length of the longest suffix of buf that is a proper prefix of a stop
-// string (such a suffix starts on a character boundary, since stop strings are whole text).
-func (m *StopMatcher) partialTail(buf string) int {
-	best := 0
-	for _, s := range m.stops {
-		for k := min(len(s)-1, len(buf)); k > best; k-- {
-			if strings.HasSuffix(buf, s[:k]) {
-				best = k
-				break
-			}
-		}
-	}
-	return best
-}

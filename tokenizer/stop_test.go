@@ -42,9 +42,19 @@ var stopCases = []struct {
 		match: StopMatch{Stop: "lo w", Index: 1, Offset: 3}, wantMatched: true,
 	},
 	{
-		name: "longest on a tie", stops: []string{"ab", "abc"},
+		name: "first completed, whatever the pushes", stops: []string{"abc", "ab"},
 		pushes: []string{"xabc"}, want: []string{"x"}, stoppedAt: 0,
+		match: StopMatch{Stop: "ab", Index: 1, Offset: 1}, wantMatched: true,
+	},
+	{
+		name: "longest on a tie", stops: []string{"bc", "abc"},
+		pushes: []string{"xabcd"}, want: []string{"x"}, stoppedAt: 0,
 		match: StopMatch{Stop: "abc", Index: 1, Offset: 1}, wantMatched: true,
+	},
+	{
+		name: "suffix of a longer prefix", stops: []string{"aab", "ab"},
+		pushes: []string{"a", "a", "a", "b!"}, want: []string{"", "", "a", ""}, stoppedAt: 3,
+		match: StopMatch{Stop: "aab", Index: 0, Offset: 1}, wantMatched: true,
 	},
 	{
 		name: "shortest stop matches first when it completes first", stops: []string{"ab", "abc"},
@@ -139,5 +149,88 @@ func TestStopMatcherWithDetokenizer(t *testing.T) {
 	}
 	if got := out.String(); got != "Sure! Here it is " {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// stopReference is the matcher's specification, by brute force over the whole text: the stop
+// string completed first (longest on a tie at the same end), and the released prefix.
+func stopReference(stops []string, text string) (StopMatch, bool) {
+	for end := 1; end <= len(text); end++ {
+		best := -1
+		for i, s := range stops {
+			if s != "" && strings.HasSuffix(text[:end], s) && (best < 0 || len(s) > len(stops[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return StopMatch{Stop: stops[best], Index: best, Offset: end - len(stops[best])}, true
+		}
+	}
+	return StopMatch{}, false
+}
+
+// TestStopMatcherAgainstReference streams random texts over a small alphabet, in random
+// pieces, against random stop sets, and compares the match and the released text with the
+// brute-force specification.
+func TestStopMatcherAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abc"[rng.IntN(3)]
+		}
+		return string(b)
+	}
+	for trial := range 3000 {
+		stops := make([]string, 1+rng.IntN(6))
+		for i := range stops {
+			stops[i] = word(1 + rng.IntN(4))
+		}
+		text := word(rng.IntN(24))
+		include := trial%2 == 1
+		m := NewStopMatcher(stops, include)
+		var released strings.Builder
+		stopped := false
+		for rest := text; rest != "" && !stopped; {
+			n := 1 + rng.IntN(min(len(rest), 5))
+			var out string
+			out, stopped = m.Push(rest[:n])
+			released.WriteString(out)
+			rest = rest[n:]
+		}
+		if !stopped {
+			released.WriteString(m.Flush())
+		}
+		want, ok := stopReference(stops, text)
+		got, gotOK := m.Match()
+		wantText := text
+		if ok {
+			wantText = text[:want.Offset]
+			if include {
+				wantText += want.Stop
+			}
+		}
+		if gotOK != ok || got != want || released.String() != wantText {
+			t.Fatalf("stops %q text %q: match %+v %v released %q; want %+v %v %q",
+				stops, text, got, gotOK, released.String(), want, ok, wantText)
+		}
+	}
+}
+
+// BenchmarkStopMatcher pushes one token's text at a time against the largest stop set a
+// request may have (64 strings of 256 bytes): the cost per push must not grow with the set.
+func BenchmarkStopMatcher(b *testing.B) {
+	stops := make([]string, 64)
+	for i := range stops {
+		stops[i] = strings.Repeat("ab", 127) + string(rune('A'+i%26)) + string(rune('a'+i/26))
+	}
+	set := NewStopSet(stops)
+	text := strings.Repeat("ab", 4096)
+	b.SetBytes(4)
+	b.ResetTimer()
+	m := set.Matcher(false)
+	for i := range b.N {
+		j := (i * 4) % len(text)
+		m.Push(text[j : j+4])
 	}
 }

@@ -31,6 +31,9 @@ type Tokenizer struct {
 	bos, eos, unk, pad, eot, eom, sep int32
 	eog                               map[int32]bool
 
+	maxCover  int       // the most input bytes one token stands for
+	droppable [256]bool // bytes that may give no token at all
+
 	addBOS, addEOS, addSpacePrefix bool
 	chatTemplate                   string
 }
@@ -53,6 +56,7 @@ func New(c Config) (*Tokenizer, error) {
 	t.buildSpecial(&c)
 	t.buildByteTokens()
 	t.buildPieces()
+	t.buildCover()
 	if t.model == ModelBPE {
 		if t.pre == "" {
 			t.pre = "default"

@@ -62,7 +62,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")
 	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer key on the API")
-	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 while more than this many wait (0 = no limit)")
+	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 when their sequences (each prompt × max(n, best_of)) would take the waiting ones past this many (0 = no limit)")
 	f.maxBody = server.DefaultMaxBodyBytes
 	fs.Var(&f.maxBody, "max-request-body", "largest request body accepted (413 beyond)")
 	f.shutdownTimeout = secondsFlag(30 * time.Second)
