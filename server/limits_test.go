@@ -42,6 +42,7 @@ func TestRequestLimits(t *testing.T) {
 		{"max_tokens MaxInt64", "/v1/completions", map[string]any{"prompt": "a", "max_tokens": int64(math.MaxInt64)}, "max_tokens", "prompt too long"},
 		{"10 MB prompt", "/v1/completions", map[string]any{"prompt": strings.Repeat("Once upon a time. ", 580000)}, "prompt", "prompt too long"},
 		{"10 MB chat message", "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": strings.Repeat("Once upon a time. ", 580000)}}}, "prompt", "prompt too long"},
+		{"10 MB prompt to tokenize", "/tokenize", map[string]any{"prompt": strings.Repeat("Once upon a time. ", 580000)}, "prompt", "prompt too long"},
 		{"reserved template variable", "/v1/chat/completions", map[string]any{"messages": chatMessages, "chat_template_kwargs": map[string]any{"messages": []any{}}}, "chat_template_kwargs", "cannot be overridden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

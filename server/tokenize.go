@@ -31,7 +31,8 @@ type tokenizeResponse struct {
 	TokenStrs   []string `json:"token_strs"`
 }
 
-// tokenize serves POST /tokenize.
+// tokenize serves POST /tokenize. As in vLLM, a prompt longer than the
+// model length is refused (400), here before it is tokenized to the end.
 func (b *backend) tokenize(w http.ResponseWriter, r *http.Request) error {
 	var req tokenizeRequest
 	if err := b.decodeJSON(w, r, &req); err != nil {
@@ -43,7 +44,11 @@ func (b *backend) tokenize(w http.ResponseWriter, r *http.Request) error {
 	var ids []int32
 	switch {
 	case req.Prompt != nil:
-		ids = b.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens, true)
+		p, aerr := textPrompt(b.tok, *req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens, b.e.Config().MaxModelLen)
+		if aerr != nil {
+			return aerr
+		}
+		ids = p.ids
 	case len(req.Messages) > 0:
 		p, aerr := b.chatPrompt(&chatRequest{Messages: req.Messages, AddGenerationPrompt: req.AddGenerationPrompt,
 			ContinueFinalMessage: req.ContinueFinalMsg, ChatTemplateKwargs: req.ChatTemplateKwargs,
