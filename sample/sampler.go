@@ -41,6 +41,10 @@ type Sampler struct {
 	// suppress lists tokens that cannot be drawn (their processed logit is
 	// −Inf), e.g. EOS and stop tokens before min_tokens.
 	suppress []int32
+	// allowed, when not nil, is a bitset of the tokens that may be drawn
+	// (bit id%64 of word id/64); the others' processed logit is −Inf. A
+	// grammar's token mask (structured outputs).
+	allowed []uint64
 }
 
 // SkipScores makes later Results carry only the token ID: Logprob and
@@ -54,6 +58,13 @@ func (s *Sampler) SkipScores() { s.unscored = true }
 // (nil lifts it). Logprobs still score the raw logits. The slice is kept,
 // not copied.
 func (s *Sampler) Suppress(ids []int32) { s.suppress = ids }
+
+// Allow restricts the next draws to the tokens whose bit is set in mask
+// (bit id%64 of word id/64), until the next Allow call (nil lifts it). If
+// mask allows no token at all, the restriction is ignored. Logprobs still
+// score the raw logits. The slice is kept, not copied: the caller refills
+// it before each Sample.
+func (s *Sampler) Allow(mask []uint64) { s.allowed = mask }
 
 // Scratch holds the working buffers of one Sample call: a copy of the
 // logits and the candidate list. Sample uses one owned by the Sampler;
@@ -181,13 +192,47 @@ func (s *Sampler) process(sc *Scratch, logits []float32) []float32 {
 			proc[id] = float32(math.Inf(-1))
 		}
 	}
+	if s.allowed != nil {
+		applyMask(s.allowed, proc)
+	}
 	return proc
+}
+
+// applyMask sets the logits of the tokens not in mask to −Inf, unless mask
+// allows none of them.
+func applyMask(mask []uint64, proc []float32) {
+	any := false
+	for w := range min(len(mask), (len(proc)+63)/64) {
+		if mask[w] != 0 {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	inf := float32(math.Inf(-1))
+	for w := range (len(proc) + 63) / 64 {
+		var m uint64
+		if w < len(mask) {
+			m = mask[w]
+		}
+		if m == ^uint64(0) {
+			continue
+		}
+		base := w * 64
+		for b := range min(64, len(proc)-base) {
+			if m&(1<<b) == 0 {
+				proc[base+b] = inf
+			}
+		}
+	}
 }
 
 // argmax is greedy decoding: the argmax of the biased and penalized logits,
 // ties to the lowest id. Without bias or penalty it reads logits directly.
 func (s *Sampler) argmax(sc *Scratch, logits []float32) int32 {
-	if len(s.bias) == 0 && len(s.suppress) == 0 && (s.hist == nil || len(s.hist.entries) == 0) {
+	if len(s.bias) == 0 && len(s.suppress) == 0 && s.allowed == nil && (s.hist == nil || len(s.hist.entries) == 0) {
 		return argmax(logits)
 	}
 	return argmax(s.process(sc, logits))

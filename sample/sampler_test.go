@@ -367,3 +367,38 @@ func TestSkipScores(t *testing.T) {
 		}
 	}
 }
+
+// Allow restricts draws to the mask's tokens, greedy and sampled alike,
+// leaves the caller's logits alone, and is ignored when it allows nothing.
+func TestAllow(t *testing.T) {
+	logits := make([]float32, 130)
+	for i := range logits {
+		logits[i] = float32(i % 7)
+	}
+	orig := append([]float32(nil), logits...)
+	mask := make([]uint64, 3)
+	for _, id := range []int{3, 65, 69} {
+		mask[id/64] |= 1 << (id % 64)
+	}
+	for _, p := range []Params{Greedy(), withSeed(DefaultParams(), 9)} {
+		s := New(p, nil)
+		s.Allow(mask)
+		for range 50 {
+			if id := s.Sample(logits).ID; id != 3 && id != 65 && id != 69 {
+				t.Fatalf("drew %d outside the mask", id)
+			}
+		}
+		s.Allow(make([]uint64, 3))
+		s.Sample(logits)
+	}
+	g := New(Greedy(), nil)
+	g.Allow(mask)
+	if id := g.Sample(logits).ID; id != 69 { // 69 % 7 = 6 is the largest allowed logit
+		t.Fatalf("greedy under the mask drew %d, want 69", id)
+	}
+	for i := range logits {
+		if logits[i] != orig[i] {
+			t.Fatal("Allow changed the caller's logits")
+		}
+	}
+}
