@@ -79,12 +79,27 @@ func TestBadRequests(t *testing.T) {
 	settle(t, ts)
 }
 
-// Unknown JSON fields are ignored, as OpenAI clients expect.
-func TestUnknownFieldsIgnored(t *testing.T) {
+// A field the server does not implement is a 400 naming it, never
+// silently ignored (OpenAI's API answers "Unrecognized request argument"
+// too); fields it knows of but does not implement say why.
+func TestUnknownFieldsRefused(t *testing.T) {
 	ts := newTestServer(t, nil, Options{})
+	for _, tc := range []struct {
+		path  string
+		body  map[string]any
+		param string
+		want  string
+	}{
+		{"/v1/completions", map[string]any{"prompt": "a", "frobnicate": true}, "frobnicate", "unknown field"},
+		{"/v1/completions", map[string]any{"prompt": "a", "metadata": map[string]string{"x": "y"}}, "metadata", "stored completions"},
+		{"/v1/chat/completions", map[string]any{"messages": chatMessages, "functions": []any{}}, "functions", "use tools"},
+		{"/tokenize", map[string]any{"prompt": "a", "extra": 1}, "extra", "unknown field"},
+	} {
+		code, body := post(t, ts.url+tc.path, tc.body)
+		checkError(t, code, body, http.StatusBadRequest, tc.param, tc.want)
+	}
 	var resp completionResponse
-	postOK(t, ts.url+"/v1/completions", map[string]any{"prompt": "a", "max_tokens": 2, "frobnicate": true,
-		"metadata": map[string]string{"x": "y"}, "user": "u1"}, &resp)
+	postOK(t, ts.url+"/v1/completions", map[string]any{"prompt": "a", "max_tokens": 2, "user": "u1"}, &resp)
 	if len(resp.Choices) != 1 {
 		t.Fatalf("%+v", resp)
 	}

@@ -136,6 +136,9 @@ func (b *backend) decodeJSON(w http.ResponseWriter, r *http.Request, v any) erro
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("", "invalid JSON body: %v", err)
 	}
+	if aerr := checkFields(body, v); aerr != nil {
+		return aerr
+	}
 	return nil
 }
 
