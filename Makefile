@@ -1,34 +1,40 @@
 # pagoda — the two commands that do everything on a fresh machine:
 #   make serve   obtain the default model if missing, then serve it
-#   make test    obtain the default model if missing, then run every test
+#   make test    obtain the default model and llama.cpp's vocabulary test
+#                files if missing, then run every test
+# The repository holds the rest of the test data (testdata/); the model cache
+# ($PAGODA_MODELS) holds what is fetched. Nothing is read from beside the clone.
 GO          ?= go
 PAGODA_MODELS ?= $(HOME)/.cache/pagoda/models
 export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 
-.PHONY: all build model deps serve test vet fmt-check bench clean
+.PHONY: all build model vocab deps serve test vet fmt-check bench clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pagoda
 
-# The default model, and pristine copies of llama.cpp's vocabulary test files
-# (the shared copies were damaged in transit; see tokenizer/testdata/README.md).
+# The default model (about 93 MB, with pip's progress bar), sha256-checked.
 model:
 	@bash scripts/fetch-model.sh
+
+# llama.cpp's vocabulary-only GGUFs, which only the tests read, from the
+# llama-cpp-python source distribution (about 77 MB), sha256-checked; see
+# testdata/ggml-vocab/README.md.
+vocab:
 	@bash scripts/fetch-ggml-vocab.sh
 
 serve: model build
 	./$(BIN) serve $(DEFAULT_MODEL)
 
-# Test tools from Debian: promtool (package prometheus) checks the /metrics
-# exposition; python3-venv lets the end-to-end test install the OpenAI client.
-# Installed only when missing, and only as root (otherwise: a hint).
+# The one test tool from Debian: python3-venv lets the end-to-end test install
+# the OpenAI client. Installed only when missing, and only as root
+# (otherwise: a hint). Nothing here starts a service.
 deps:
 	@need=""; \
-	command -v promtool >/dev/null 2>&1 || need="$$need prometheus"; \
 	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -40,8 +46,9 @@ deps:
 
 # The check that regenerating the assembly (kernels/_asm, its own module)
 # changes nothing; every test at full size, then again under the race
-# detector with -short (which shrinks only the model-heavy workloads).
-test: model deps fmt-check vet
+# detector with -short (smaller workloads, the same models; see
+# internal/testmodel).
+test: model vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -short -timeout 40m ./...

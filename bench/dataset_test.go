@@ -8,20 +8,14 @@ import (
 	"testing"
 
 	"pagoda/gguf"
-	"pagoda/internal/modelcache"
+	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
-
-// smolPath locates the default model that `make model` installs.
-func smolPath(t testing.TB) string {
-	t.Helper()
-	return modelcache.Require(t, modelcache.DefaultFile)
-}
 
 // Random prompts are reproducible, their lengths lie in the range, and with
 // a real BPE vocabulary (SmolLM2's) they tokenize to their word count.
 func TestRandomPrompts(t *testing.T) {
-	f, err := gguf.Open(smolPath(t))
+	f, err := gguf.Open(testmodel.Default(t))
 	if err != nil {
 		t.Fatal(err)
 	}

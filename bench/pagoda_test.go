@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"pagoda/engine"
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 	"pagoda/server"
 )
@@ -14,7 +15,7 @@ import (
 // every request succeeds, usage is reported, and with ignore_eos each
 // request generates exactly its output length, for both endpoints.
 func TestAgainstPagoda(t *testing.T) {
-	cfg := engine.DefaultConfig("../../shared/models/stories260K/stories260K.gguf")
+	cfg := engine.DefaultConfig(testmodel.Stories(t))
 	cfg.MaxModelLen, cfg.KVCacheType, cfg.Threads, cfg.MaxNumSeqs = 256, model.KVF32, 1, 4
 	e, err := engine.New(cfg)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"pagoda/internal/testmodel"
 )
 
 const (
@@ -30,7 +32,7 @@ const (
 // with the openai package, then `pagoda bench serve` for 100 requests, and
 // finally stops the server with SIGTERM, which must exit 0.
 func TestServeEndToEnd(t *testing.T) {
-	modelPath := smolPath(t)
+	modelPath := testmodel.Default(t)
 	python := openaiVenv(t)
 	bin := buildPagoda(t)
 	port := freePort(t)

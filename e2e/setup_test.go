@@ -7,18 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"pagoda/internal/modelcache"
 )
 
 // openaiVersion is the OpenAI Python client the test installs.
 const openaiVersion = "3.54.0"
-
-// smolPath locates the default model that `make model` installs.
-func smolPath(t *testing.T) string {
-	t.Helper()
-	return modelcache.Require(t, modelcache.DefaultFile)
-}
 
 // buildPagoda builds the pagoda binary into the test's temporary directory.
 func buildPagoda(t *testing.T) string {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 	"pagoda/sample"
 )
@@ -130,7 +131,7 @@ func naiveBeamSearch(t *testing.T, m model.Model, prompt []int32, width, maxToke
 }
 
 func TestBeamSearchMatchesNaive(t *testing.T) {
-	e := newTestEngine(t, storiesPath, func(c *Config) { c.BlockSize = 4 })
+	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.BlockSize = 4 })
 	prompt := []int32{1, 403, 407, 261, 378}
 	for _, tc := range []struct{ width, n, maxTokens int }{{2, 2, 6}, {4, 3, 5}, {3, 1, 1}} {
 		p := GreedyParams(tc.maxTokens)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 	"pagoda/sched"
 )
@@ -24,7 +25,7 @@ import (
 // TestStories260KFlashExact), and the shared reference, from llama-server
 // build 10587, differs from it by up to 1.8e-3.
 func TestStoriesReferenceUnderPressure(t *testing.T) {
-	ref := readReference(t, "../../shared/testdata/reference/stories260K.public.json")
+	ref := readReference(t, testmodel.StoriesReference(t))
 	flash := func(c *Config) { c.FlashAttention, c.KVCacheType = true, model.KVF16 }
 	for _, tc := range []struct {
 		name   string
@@ -46,7 +47,7 @@ func TestStoriesReferenceUnderPressure(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEngine(t, storiesPath, tc.mutate)
+			e := newTestEngine(t, testmodel.Stories(t), tc.mutate)
 			var reqs []Request
 			for _, c := range ref.Cases {
 				p := GreedyParams(64)
@@ -85,7 +86,7 @@ func TestStoriesReferenceUnderPressure(t *testing.T) {
 }
 
 func TestPromptTooLong(t *testing.T) {
-	e := newTestEngine(t, storiesPath, func(c *Config) { c.MaxModelLen = 64 })
+	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxModelLen = 64 })
 	p := GreedyParams(20)
 	_, err := e.AddRequest(Request{PromptTokens: make([]int32, 50), Params: p})
 	if !errors.Is(err, ErrPromptTooLong) || !strings.Contains(err.Error(), "50") || !strings.Contains(err.Error(), "64") {
@@ -101,9 +102,9 @@ func TestPromptTooLong(t *testing.T) {
 }
 
 func TestStopConditions(t *testing.T) {
-	ref := readReference(t, "../../shared/testdata/reference/stories260K.public.json")
+	ref := readReference(t, testmodel.StoriesReference(t))
 	c := ref.Cases[0] // "Once upon a time" → ", there was a little girl named Lily. ..."
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	tok := e.Tokenizer()
 	full := tok.Decode(c.CompletionTokens)
 	mk := func(f func(*SamplingParams)) Request {
@@ -133,7 +134,7 @@ func TestStopConditions(t *testing.T) {
 }
 
 func TestMinTokensSuppressesStops(t *testing.T) {
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	prompt := []int32{1, 403, 407, 261, 378} // greedy continuation starts with 432 (",")
 	p := GreedyParams(40)
 	p.StopTokenIDs = []int32{432}
@@ -163,7 +164,7 @@ func TestParallelSamplingForksAreIsolated(t *testing.T) {
 	p := DefaultSamplingParams()
 	p.N, p.MaxTokens, p.Seed, p.ReturnLogprobs, p.Temperature = 3, 24, &seed, true, 1.5
 	prompt := []int32{1, 403, 407, 261, 378, 432, 383}
-	e := newTestEngine(t, storiesPath, func(c *Config) { c.BlockSize = 4 })
+	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.BlockSize = 4 })
 	out := runAll(t, e, []Request{{PromptTokens: prompt, Params: p}})[0]
 	if len(out.Outputs) != 3 {
 		t.Fatalf("%d outputs, want 3", len(out.Outputs))
@@ -185,7 +186,7 @@ func TestParallelSamplingForksAreIsolated(t *testing.T) {
 		}
 	}
 	// The same seeded request beside others, in a tight cache, gives the same samples.
-	e2 := newTestEngine(t, storiesPath, func(c *Config) {
+	e2 := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
 		c.BlockSize, c.NumBlocksOverride, c.MaxNumBatchedTokens, c.MaxNumSeqs, c.MaxModelLen = 4, 40, 16, 8, 128
 	})
 	reqs := []Request{{PromptTokens: prompt, Params: p}}
@@ -212,7 +213,7 @@ func TestPrefixCachingIsTransparent(t *testing.T) {
 	}
 	var results [2][]RequestOutput
 	for i, caching := range []bool{false, true} {
-		e := newTestEngine(t, storiesPath, func(c *Config) { c.BlockSize, c.EnablePrefixCaching = 4, caching })
+		e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.BlockSize, c.EnablePrefixCaching = 4, caching })
 		// Sequentially, so that later requests find the earlier ones' blocks.
 		for _, r := range reqs {
 			results[i] = append(results[i], runAll(t, e, []Request{r})...)
@@ -235,7 +236,7 @@ func TestPrefixCachingIsTransparent(t *testing.T) {
 // Concurrent AddRequest and Abort against the running loop: every stream
 // ends, aborted ones with reason abort, and no block leaks.
 func TestConcurrentAddAndAbort(t *testing.T) {
-	e := newTestEngine(t, storiesPath, func(c *Config) { c.BlockSize, c.NumBlocksOverride, c.MaxModelLen = 4, 64, 128 })
+	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.BlockSize, c.NumBlocksOverride, c.MaxModelLen = 4, 64, 128 })
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start(ctx)
 	var wg sync.WaitGroup
@@ -283,7 +284,7 @@ func TestConcurrentAddAndAbort(t *testing.T) {
 }
 
 func TestLoopAbortsOnShutdown(t *testing.T) {
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start(ctx)
 	s, err := e.AddRequest(Request{PromptTokens: []int32{1, 403}, Params: GreedyParams(400)})
@@ -310,7 +311,7 @@ func TestLoopAbortsOnShutdown(t *testing.T) {
 // greedy request gives the same tokens with and without logprobs, and a
 // cumulative logprob (the sum of the returned ones) only with them.
 func TestScoresOnlyWhenUsed(t *testing.T) {
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	plain, scored := GreedyParams(16), GreedyParams(16)
 	scored.ReturnLogprobs = true
 	prompt := []int32{1, 403, 407, 261, 378}

@@ -7,17 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"pagoda/internal/modelcache"
 	"pagoda/model"
 )
-
-const storiesPath = "../../shared/models/stories260K/stories260K.gguf"
-
-// smolPath locates the default model that `make model` installs.
-func smolPath(t testing.TB) string {
-	t.Helper()
-	return modelcache.Require(t, modelcache.DefaultFile)
-}
 
 // newTestEngine builds an engine over path with cfg adjusted by mutate, and
 // checks at cleanup that it leaked no block.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 	"pagoda/sched"
 )
@@ -67,7 +68,7 @@ func TestBatchInvarianceSmolLM2(t *testing.T) {
 }
 
 func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
-	path := smolPath(t)
+	path := testmodel.Default(t)
 	alone := newTestEngine(t, path, func(c *Config) {
 		c.KVCacheType, c.EnablePrefixCaching, c.MaxModelLen = model.KVF16, false, 256
 	})

@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 // TestSmolLM2Reference: the default model's greedy ids equal llama.cpp's
@@ -11,8 +13,8 @@ import (
 // off), with all prompts running together in one engine at the default
 // settings, and every chosen logprob within 1e-4.
 func TestSmolLM2Reference(t *testing.T) {
-	ref := readReference(t, "../testdata/reference/smollm2-135m-instruct-q4_1.json")
-	e := newTestEngine(t, smolPath(t), func(c *Config) { *c = DefaultConfig(c.Model); c.MaxModelLen = 512 })
+	ref := readReference(t, testmodel.SmolReference(t))
+	e := newTestEngine(t, testmodel.Default(t), func(c *Config) { *c = DefaultConfig(c.Model); c.MaxModelLen = 512 })
 	var reqs []Request
 	for _, c := range ref.Cases {
 		p := GreedyParams(len(c.CompletionTokens))

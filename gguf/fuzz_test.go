@@ -6,10 +6,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 // fuzzSeeds returns small valid files made with the Writer, a few broken
-// ones, and the first bytes of the shared real files.
+// ones, and the first bytes of the real files (stories260K and the
+// vocabularies), the latter also text-mangled.
 func fuzzSeeds(t testing.TB) [][]byte {
 	var seeds [][]byte
 	w := NewWriter()
@@ -41,18 +44,18 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	seeds = append(seeds, writeBytes(t, w))
 	seeds = append(seeds, (&raw{}).header(2, 0, 0).b, (&raw{}).header(1, 0, 0).b, []byte("GGUF"))
 
-	for _, p := range []string{
-		sharedModel("stories260K", "stories260K.gguf"),
-		sharedModel("ggml-vocab", "ggml-vocab-llama-spm.gguf"),
-		sharedModel("ggml-vocab", "ggml-vocab-gpt-2.gguf"),
-		sharedModel("ggml-vocab", "ggml-vocab-phi-3.gguf"),
-		sharedModel("ggml-vocab", "ggml-vocab-deepseek-llm.gguf"),
-	} {
-		data, err := os.ReadFile(p)
+	stories, err := os.ReadFile(testmodel.Stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds = append(seeds, stories[:2048])
+	for _, name := range []string{"llama-spm", "gpt-2", "phi-3", "deepseek-llm"} {
+		data, err := os.ReadFile(testmodel.Vocab(t, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		seeds = append(seeds, data[:min(len(data), 2048)])
+		data = data[:min(len(data), 2048)]
+		seeds = append(seeds, data, mangle(data))
 	}
 	return seeds
 }

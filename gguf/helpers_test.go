@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"path/filepath"
 	"testing"
-
-	"pagoda/internal/modelcache"
+	"unicode/utf8"
 )
 
 // raw builds GGUF bytes field by field, so tests can write files the Writer
@@ -69,16 +67,45 @@ func f32Bytes(x ...float32) []byte {
 	return b
 }
 
-// sharedModel returns the path of a file under /work/shared/models.
-func sharedModel(parts ...string) string {
-	return filepath.Join(append([]string{"..", "..", "shared", "models"}, parts...)...)
+// mangle is what a text conversion does to binary data: decoding it as
+// UTF-8 with each maximal ill-formed subpart replaced by U+FFFD (Python's
+// data.decode("utf-8", "replace"), the Unicode practice), then encoding
+// the text again.
+func mangle(data []byte) []byte {
+	out := make([]byte, 0, len(data)+len(data)/4)
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if r == utf8.RuneError && n == 1 { // ill-formed (an encoded U+FFFD has n == 3)
+			out = utf8.AppendRune(out, utf8.RuneError)
+			data = data[illFormedPrefix(data):]
+			continue
+		}
+		out = append(out, data[:n]...)
+		data = data[n:]
+	}
+	return out
 }
 
-// smolLMPath locates the default real model: $PAGODA_MODELS, else
-// ~/.cache/pagoda/models. It fails the test when the file is missing.
-func smolLMPath(t testing.TB) string {
-	t.Helper()
-	return modelcache.Require(t, modelcache.DefaultFile)
+// illFormedPrefix is the length of the maximal subpart of data's first
+// (ill-formed) sequence: the longest prefix that a valid sequence could
+// start with, and at least 1.
+func illFormedPrefix(data []byte) int {
+	size := 0
+	switch b := data[0]; {
+	case b >= 0xC2 && b <= 0xDF:
+		size = 2
+	case b >= 0xE0 && b <= 0xEF:
+		size = 3
+	case b >= 0xF0 && b <= 0xF4:
+		size = 4
+	}
+	for n := min(len(data), size-1); n > 1; n-- {
+		// Continuation bytes 0x80 complete any valid prefix.
+		if utf8.Valid(append(append([]byte(nil), data[:n]...), bytes.Repeat([]byte{0x80}, size-n)...)) {
+			return n
+		}
+	}
+	return 1
 }
 
 // near reports whether a and b differ by at most tol.

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"pagoda/internal/modelcache"
+	"pagoda/internal/testmodel"
 )
 
 func TestStories260K(t *testing.T) {
-	f, err := Open(sharedModel("stories260K", "stories260K.gguf"))
+	f, err := Open(testmodel.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,34 +89,22 @@ func checkStoriesTensors(t *testing.T, f *File) {
 // The vocab files are read as llama.cpp's test data. A copy whose binary
 // bytes were replaced by U+FFFD (a text conversion: the whole file is then
 // valid UTF-8, which no GGUF with float metadata is) must fail to parse
-// with a FormatError, not panic or allocate wildly.
+// with a FormatError, not panic or allocate wildly: such copies were once
+// handed to the project (they are what mangle makes of the pristine files).
 func TestVocabFiles(t *testing.T) {
 	cases := []struct {
-		file, arch, model string
+		name, arch, model string
 		tokens            int
 	}{
-		{"ggml-vocab-llama-spm.gguf", "llama", "llama", 32000},
-		{"ggml-vocab-phi-3.gguf", "phi3", "llama", 32064},
-		{"ggml-vocab-gpt-2.gguf", "gpt2", "gpt2", 50257},
-		{"ggml-vocab-deepseek-llm.gguf", "llama", "gpt2", 102400},
+		{"llama-spm", "llama", "llama", 32000},
+		{"phi-3", "phi3", "llama", 32064},
+		{"gpt-2", "gpt2", "gpt2", 50257},
+		{"deepseek-llm", "llama", "gpt2", 102400},
 	}
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			path := sharedModel("ggml-vocab", c.file)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(c.name, func(t *testing.T) {
+			path := testmodel.Vocab(t, c.name)
 			f, err := Open(path)
-			if utf8.Valid(data) && bytes.Contains(data, []byte("\uFFFD")) {
-				var fe *FormatError
-				if err == nil || !errors.As(err, &fe) {
-					t.Fatalf("text-mangled copy parsed or failed without a FormatError: %v", err)
-				}
-				t.Logf("shared copy is damaged (binary bytes replaced by U+FFFD); rejected: %v", err)
-				// Check the contents on the pristine copy `make model` installs.
-				f, err = Open(modelcache.Require(t, "ggml-vocab", c.file))
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,12 +118,24 @@ func TestVocabFiles(t *testing.T) {
 			if types, ok := f.Int32s("tokenizer.ggml.token_type"); !ok || len(types) != len(tokens) {
 				t.Errorf("%d token types for %d tokens", len(types), len(tokens))
 			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damaged := mangle(data)
+			if !utf8.Valid(damaged) || !bytes.Contains(damaged, []byte("\uFFFD")) {
+				t.Fatal("mangle left invalid UTF-8 or replaced nothing")
+			}
+			var fe *FormatError
+			if _, err := Parse(damaged); err == nil || !errors.As(err, &fe) {
+				t.Fatalf("text-mangled copy parsed or failed without a FormatError: %v", err)
+			}
 		})
 	}
 }
 
 func TestSmolLM2(t *testing.T) {
-	f, err := Open(smolLMPath(t))
+	f, err := Open(testmodel.Default(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestSmolLM2(t *testing.T) {
 }
 
 func TestTensorDataAfterClose(t *testing.T) {
-	f, err := Open(sharedModel("stories260K", "stories260K.gguf"))
+	f, err := Open(testmodel.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,4 +242,22 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// mangle replaces maximal ill-formed subparts as Python's
+// decode("utf-8", "replace") does (values computed with Python 3.11).
+func TestMangle(t *testing.T) {
+	const r = "\uFFFD"
+	for in, want := range map[string]string{
+		"\xf0\x90A":       r + "A",
+		"\xe0\x80":        r + r,
+		"\xed\xa0\x80":    r + r + r,
+		"\xf4\x8f\xbf":    r,
+		"a\xff\xc3":       "a" + r + r,
+		"\uFFFD\u00e9 ok": "\uFFFD\u00e9 ok",
+	} {
+		if got := string(mangle([]byte(in))); got != want {
+			t.Errorf("mangle(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -3,13 +3,12 @@ package runner
 import (
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/kvcache"
 	"pagoda/model"
 	_ "pagoda/model/llama"
 	"pagoda/sched"
 )
-
-const storiesPath = "../../shared/models/stories260K/stories260K.gguf"
 
 type fixture struct {
 	m      model.Model
@@ -20,7 +19,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	m, _, err := model.Load(storiesPath, model.LoadOptions{Threads: 2})
+	m, _, err := model.Load(testmodel.Stories(t), model.LoadOptions{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs pristine copies of llama.cpp's vocabulary-only test GGUFs into the model cache
-# ($PAGODA_MODELS/ggml-vocab, default ~/.cache/pagoda/models/ggml-vocab).
+# ($PAGODA_MODELS/ggml-vocab, default ~/.cache/pagoda/models/ggml-vocab); `make vocab` runs it,
+# and `make test` through it. The tokenizer and gguf tests read them (internal/testmodel.Vocab);
+# their text test vectors (.inp/.out) are committed in testdata/ggml-vocab.
 #
-# Why: the copies under shared/models/ggml-vocab/*.gguf were damaged in transit — every byte
+# Why fetched: the copies once handed to the project were damaged in transit — every byte
 # sequence that is not valid UTF-8 was replaced by U+FFFD (EF BF BD), which breaks the binary
-# GGUF structure (array lengths, float scores). Exactly `pristine.decode("utf-8", "replace")`.
-# The .inp/.out test vectors there are text and intact; the tokenizer tests read them from
-# shared/ and read a GGUF from the cache when the shared one does not parse.
+# GGUF structure (array lengths, float scores); the gguf tests check that such a copy is
+# rejected. These binaries (7 MB) are extracted and checked instead of committed.
 #
-# Source: the llama-cpp-python sdist on PyPI vendors llama.cpp, including models/ggml-vocab-*.gguf
+# Source: the llama-cpp-python sdist vendors llama.cpp, including models/ggml-vocab-*.gguf
 # (MIT). The files are checked against the sha256 sums below.
 set -euo pipefail
 
@@ -31,9 +32,14 @@ if [ "$have_all" = 1 ]; then
   exit 0
 fi
 
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "fetch-ggml-vocab: python3 with pip is needed to download llama-cpp-python==$version (install python3-pip)" >&2
+  exit 1
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$tmp"
+echo "fetch-ggml-vocab: downloading the llama-cpp-python $version source distribution (about 77 MB) for llama.cpp's vocabulary test files ..." >&2
+python3 -m pip download --progress-bar on --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$tmp"
 mkdir -p "$dest"
 for f in "${!sums[@]}"; do
   tar -xzf "$tmp/llama_cpp_python-$version.tar.gz" -C "$tmp" \
@@ -42,4 +48,4 @@ for f in "${!sums[@]}"; do
   echo "${sums[$f]}  $dest/$f.tmp" | sha256sum -c --quiet
   mv "$dest/$f.tmp" "$dest/$f"
 done
-echo "installed ggml-vocab test files into $dest"
+echo "fetch-ggml-vocab: installed $(du -sh "$dest" | cut -f1) of ggml-vocab test files into $dest" >&2

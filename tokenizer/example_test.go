@@ -5,11 +5,12 @@ import (
 	"log"
 
 	"pagoda/gguf"
+	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
 
 func ExampleFromGGUF() {
-	f, err := gguf.Open("../../shared/models/stories260K/stories260K.gguf")
+	f, err := gguf.Open(testmodel.Repo(testmodel.StoriesGGUF))
 	if err != nil {
 		log.Fatal(err)
 	}

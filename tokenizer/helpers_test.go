@@ -2,19 +2,13 @@ package tokenizer
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"pagoda/gguf"
-	"pagoda/internal/modelcache"
-)
-
-const (
-	sharedModels = "../../shared/models"
-	vocabDir     = sharedModels + "/ggml-vocab"
+	"pagoda/internal/testmodel"
 )
 
 // loadGGUF opens a GGUF and builds its tokenizer.
@@ -44,22 +38,15 @@ func cached(t testing.TB, key string, load func() *Tokenizer) *Tokenizer {
 	return tk
 }
 
-// vocabTokenizer loads shared/models/ggml-vocab/ggml-vocab-NAME.gguf. The shared copies were
-// damaged in transit (non-UTF-8 bytes replaced by U+FFFD, which breaks GGUF); when the shared
-// file does not load, the pristine copy that scripts/fetch-ggml-vocab.sh installs in the model
-// cache is used instead.
+// vocabTokenizer loads llama.cpp's vocabulary ggml-vocab-NAME.gguf from the model cache
+// (`make vocab` installs it).
 func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
 	return cached(t, "vocab:"+name, func() *Tokenizer {
-		file := "ggml-vocab-" + name + ".gguf"
-		tk, errShared := loadGGUF(t, filepath.Join(vocabDir, file))
-		if errShared == nil {
-			return tk
-		}
-		tk, errCache := loadGGUF(t, modelcache.Path("ggml-vocab", file))
-		if errCache != nil {
-			t.Fatalf("cannot load %s: shared copy: %v; cached copy: %v\n"+
-				"run make model (scripts/fetch-ggml-vocab.sh) (the shared copy is UTF-8-mangled)", file, errShared, errCache)
+		path := testmodel.Vocab(t, name)
+		tk, err := loadGGUF(t, path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
 		}
 		return tk
 	})
@@ -69,7 +56,7 @@ func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 func smolTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
 	return cached(t, "smol", func() *Tokenizer {
-		path := modelcache.Require(t, modelcache.DefaultFile)
+		path := testmodel.Default(t)
 		tk, err := loadGGUF(t, path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -82,7 +69,7 @@ func smolTokenizer(t testing.TB) *Tokenizer {
 func storiesTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
 	return cached(t, "stories", func() *Tokenizer {
-		tk, err := loadGGUF(t, sharedModels+"/stories260K/stories260K.gguf")
+		tk, err := loadGGUF(t, testmodel.Stories(t))
 		if err != nil {
 			t.Fatalf("stories260K: %v", err)
 		}
@@ -97,15 +84,16 @@ type vocabVector struct {
 }
 
 // readVocabVectors reads X.gguf.inp (inputs separated by "\n__ggml_vocab_test__\n", the last
-// one followed by the separator too) and X.gguf.out (one line of space-separated ids each).
+// one followed by the separator too) and X.gguf.out (one line of space-separated ids each),
+// from the repository's testdata/ggml-vocab.
 func readVocabVectors(t testing.TB, name string) []vocabVector {
 	t.Helper()
-	base := filepath.Join(vocabDir, "ggml-vocab-"+name+".gguf")
-	inp, err := os.ReadFile(base + ".inp")
+	inpPath, outPath := testmodel.VocabVectors(t, name)
+	inp, err := os.ReadFile(inpPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outp, err := os.ReadFile(base + ".out")
+	outp, err := os.ReadFile(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 // TestSmolLM2Vectors checks pagoda against ids that Hugging Face's tokenizers library computed
@@ -44,7 +46,7 @@ func TestSmolLM2Vectors(t *testing.T) {
 // tokenizer.json and config.json.
 func TestSmolLM2Metadata(t *testing.T) {
 	tk := smolTokenizer(t)
-	raw, err := os.ReadFile(sharedModels + "/smollm2-135m-instruct-tokenizer/tokenizer.json")
+	raw, err := os.ReadFile(testmodel.SmolTokenizerJSON(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 // TestGGMLVocabVectors runs llama.cpp's tokenizer test vectors (test-tokenizer-0: no BOS, no
@@ -31,7 +33,7 @@ func TestGGMLVocabVectors(t *testing.T) {
 // TestStoriesPromptTokens reproduces the prompt ids llama.cpp produced for stories260K (BOS
 // added, as llama-server does).
 func TestStoriesPromptTokens(t *testing.T) {
-	raw, err := os.ReadFile("../../shared/testdata/reference/stories260K.public.json")
+	raw, err := os.ReadFile(testmodel.StoriesReference(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 func TestParseThreads(t *testing.T) {
@@ -48,7 +50,7 @@ func TestMeanSD(t *testing.T) {
 // stories model, with the JSON output.
 func TestBenchLatencyStories(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "lat.json")
-	code, stdout, stderr := runCLI("bench", "latency", "--model", "../../../shared/models/stories260K/stories260K.gguf",
+	code, stdout, stderr := runCLI("bench", "latency", "--model", testmodel.Stories(t),
 		"--threads", "1", "--reps", "2", "--pp", "16", "--tg", "4", "--batch", "1,3", "--batch-ctx", "8", "--batch-steps", "2",
 		"--output-json", out)
 	if code != 0 {

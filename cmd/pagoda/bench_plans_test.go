@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os"
 	"strings"
 	"testing"
+
+	"pagoda/internal/testmodel"
 )
 
 func TestBenchPlansFlags(t *testing.T) {
@@ -24,13 +25,7 @@ func TestBenchPlansFlags(t *testing.T) {
 
 // A tiny run prints one row per mode, with plans only where they are on.
 func TestBenchPlansRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads the default model")
-	}
-	path := defaultModelPath()
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("default model unavailable: %v", err)
-	}
+	path := testmodel.Default(t)
 	var out, errOut bytes.Buffer
 	err := runBench([]string{"plans", "--model", path, "--modes", "exponential,eager", "--num-prompts", "2",
 		"--input-len", "8", "--output-len", "2", "--max-num-seqs", "2", "--max-model-len", "256"}, &out, &errOut)

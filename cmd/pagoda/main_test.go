@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/testmodel"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -94,7 +95,7 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 func TestGenerateStories(t *testing.T) {
-	code, stdout, stderr := runCLI("generate", "--model", "../../../shared/models/stories260K/stories260K.gguf",
+	code, stdout, stderr := runCLI("generate", "--model", testmodel.Stories(t),
 		"--prompt", "Once upon a time", "--max-tokens", "12")
 	if code != 0 || !strings.Contains(stdout, "there was a little girl") || !strings.Contains(stderr, "generated: 12 tokens") {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, stdout, stderr)

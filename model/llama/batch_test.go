@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/kernels"
 	"pagoda/model"
 )
@@ -18,7 +19,7 @@ func TestBatchInvariance(t *testing.T) {
 	for _, mode := range []kernels.AttnMode{kernels.AttnMatMul, kernels.AttnFlash} {
 		for _, threads := range []int{1, 3} {
 			t.Run(fmt.Sprintf("mode%d/threads%d", mode, threads), func(t *testing.T) {
-				m := openModel(t, storiesPath, Options{Threads: threads, Attention: mode})
+				m := openModel(t, testmodel.Stories(t), Options{Threads: threads, Attention: mode})
 				checkBatchInvariance(t, m)
 			})
 		}

@@ -3,13 +3,14 @@ package llama
 import (
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
 
 // BenchmarkSmolLM2Decode measures single-sequence decode steps of the
 // default model against a 64-token context (tok/s).
 func BenchmarkSmolLM2Decode(b *testing.B) {
-	m := openModel(b, smolPath(b), Options{})
+	m := openModel(b, testmodel.Default(b), Options{})
 	kv, err := m.NewKVCache(8, 16, model.KVF16)
 	if err != nil {
 		b.Fatal(err)

@@ -8,18 +8,12 @@ import (
 	"testing"
 
 	"pagoda/gguf"
-	"pagoda/internal/modelcache"
 	"pagoda/model"
 )
 
-const (
-	storiesPath    = "../../../shared/models/stories260K/stories260K.gguf"
-	storiesRefPath = "../../../shared/testdata/reference/stories260K.public.json"
-	smolRefPath    = "../../testdata/reference/smollm2-135m-instruct-q4_1.json"
-	// storiesFlashRefPath: llama.cpp's flash-attention decode path on the
-	// AVX-512 machine (testdata/make_stories_flash_reference.py).
-	storiesFlashRefPath = "testdata/stories260k-flash.json"
-)
+// storiesFlashRefPath: llama.cpp's flash-attention decode path on the
+// AVX-512 machine (testdata/make_stories_flash_reference.py).
+const storiesFlashRefPath = "testdata/stories260k-flash.json"
 
 // refFile is a llama.cpp greedy reference: per prompt, 64 steps with the
 // chosen id, its log-probability and the top-5 [id, logprob] pairs.
@@ -69,12 +63,6 @@ func openModel(t testing.TB, path string, opt Options) *Model {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
-}
-
-// smolPath locates the SmolLM2 model as the Makefile provides it.
-func smolPath(t testing.TB) string {
-	t.Helper()
-	return modelcache.Require(t, modelcache.DefaultFile)
 }
 
 // seq is one sequence being decoded: its tokens and the blocks holding

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"pagoda/gguf"
-	"pagoda/internal/modelcache"
+	"pagoda/internal/testmodel"
 	"pagoda/kernels"
 	"pagoda/model"
 	"pagoda/model/synth"
@@ -89,7 +89,7 @@ func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
 // ~2e-2, so they are checked within 5e-2 only.
 func TestSynthQ4_0AgainstLlamaCpp(t *testing.T) {
 	ref := readRef(t, "testdata/synth-q4_0-repack.json")
-	vocab, err := gguf.Open(modelcache.Require(t, "ggml-vocab", "ggml-vocab-llama-spm.gguf"))
+	vocab, err := gguf.Open(testmodel.Vocab(t, "llama-spm"))
 	if err != nil {
 		t.Fatal(err)
 	}

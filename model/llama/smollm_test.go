@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
 
@@ -23,8 +24,8 @@ import (
 // reference's and every chosen token's log-probability must agree to 1e-4
 // (in practice they are identical to float32 rounding of the logits).
 func TestSmolLM2(t *testing.T) {
-	ref := readRef(t, smolRefPath)
-	m := openModel(t, smolPath(t), Options{Threads: 2})
+	ref := readRef(t, testmodel.SmolReference(t))
+	m := openModel(t, testmodel.Default(t), Options{Threads: 2})
 	cases, steps := ref.Cases, 48
 	if raceEnabled {
 		cases, steps = cases[:2], 4

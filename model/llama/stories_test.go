@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"pagoda/internal/testmodel"
 	"pagoda/kernels"
 	"pagoda/model"
 )
@@ -67,8 +68,8 @@ func refLogprob(s refStep, id int32) (float64, bool) {
 // other orders). BF16 caches are less precise than the reference and may
 // break its near-ties the other way.
 func TestStories260K(t *testing.T) {
-	ref := readRef(t, storiesRefPath)
-	m := openModel(t, storiesPath, Options{Threads: 2, Attention: kernels.AttnFlash})
+	ref := readRef(t, testmodel.StoriesReference(t))
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
 	cases := []struct {
 		bs             int
 		typ            model.KVType
@@ -116,7 +117,7 @@ func TestStories260K(t *testing.T) {
 // tails, which SmolLM2 does not.
 func TestStories260KFlashExact(t *testing.T) {
 	ref := readRef(t, storiesFlashRefPath)
-	m := openModel(t, storiesPath, Options{Threads: 2, Attention: kernels.AttnFlash})
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
 	cases := []struct {
 		bs  int
 		typ model.KVType

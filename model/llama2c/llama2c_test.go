@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/testmodel"
 )
-
-const sharedDir = "../../../shared/models/stories260K/"
 
 // TestStories260KMatchesGGUF checks that every tensor of stories260K.gguf
 // equals the .bin tensor of the same name bit for bit. output.weight is
@@ -20,7 +19,7 @@ const sharedDir = "../../../shared/models/stories260K/"
 // Hugging Face-style permutation would NOT match, so the equality is not an
 // accident of symmetric data).
 func TestStories260KMatchesGGUF(t *testing.T) {
-	c, err := Load(sharedDir + "stories260K.bin")
+	c, err := Load(testmodel.RepoFile(t, testmodel.StoriesBin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +30,7 @@ func TestStories260KMatchesGGUF(t *testing.T) {
 	if len(c.Tensors) != 2+9*5 {
 		t.Errorf("%d tensors, want 47", len(c.Tensors))
 	}
-	f, err := gguf.Open(sharedDir + "stories260K.gguf")
+	f, err := gguf.Open(testmodel.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"pagoda/gguf"
-	"pagoda/internal/modelcache"
+	"pagoda/internal/testmodel"
 )
 
 func TestShapes(t *testing.T) {
@@ -231,7 +231,7 @@ func TestBuildRejects(t *testing.T) {
 // TestVocabFromDefaultModel copies SmolLM2's tokenizer: the vocabulary
 // size follows its token count.
 func TestVocabFromDefaultModel(t *testing.T) {
-	v, err := gguf.Open(modelcache.Require(t, modelcache.DefaultFile))
+	v, err := gguf.Open(testmodel.Default(t))
 	if err != nil {
 		t.Fatalf("%v (run `make model`)", err)
 	}

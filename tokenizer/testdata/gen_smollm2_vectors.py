@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates smollm2.vectors.json: SmolLM2-135M-Instruct token ids computed by Hugging Face's
 `tokenizers` (pip install tokenizers), an implementation independent of pagoda's, from the
-model's tokenizer.json in shared/models. Ids are without added BOS/EOS; special-token texts
+model's tokenizer.json in testdata/models/smollm2-135m-instruct-tokenizer. Ids are without added BOS/EOS; special-token texts
 in the input are recognised (the library's default), which is pagoda's
 Encode(text, addSpecial=false, parseSpecial=true).
 
@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER_JSON = os.path.join(
-    HERE, "..", "..", "..", "shared", "models", "smollm2-135m-instruct-tokenizer", "tokenizer.json")
+    HERE, "..", "..", "testdata", "models", "smollm2-135m-instruct-tokenizer", "tokenizer.json")
 
 INPUTS = [
     "",
@@ -69,7 +69,7 @@ def main():
     out = {
         "generator": "tokenizers " + __import__("tokenizers").__version__
                      + ", Tokenizer.encode(text, add_special_tokens=False)",
-        "tokenizer": "shared/models/smollm2-135m-instruct-tokenizer/tokenizer.json",
+        "tokenizer": "testdata/models/smollm2-135m-instruct-tokenizer/tokenizer.json",
         "cases": cases,
     }
     path = os.path.join(HERE, "smollm2.vectors.json")

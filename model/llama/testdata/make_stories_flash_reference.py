@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Greedy reference for stories260K from llama.cpp's flash-attention decode path.
 
-The shared stories260K reference was made by a llama-server build on another
+The stories260K reference in testdata/reference was made by a llama-server build on another
 machine; this one is made on the AVX-512 machine the kernels reproduce, with
 llama-cpp-python 0.3.36: flash attention on, F16 KV cache, n_batch 1 (every
 token through the single-token decode path), 2 threads, weight repacking off.
-The prompts are the shared reference's prompt tokens.
+The prompts are that reference's prompt tokens. Run from the repository root:
 
     python3 model/llama/testdata/make_stories_flash_reference.py \
-        ../shared/models/stories260K/stories260K.gguf \
-        ../shared/testdata/reference/stories260K.public.json \
+        testdata/models/stories260K/stories260K.gguf \
+        testdata/reference/stories260K.public.json \
         model/llama/testdata/stories260k-flash.json
 """
 import json
@@ -39,8 +39,8 @@ def log_softmax(x):
 
 
 def main():
-    model, shared_ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    ref = json.load(open(shared_ref))
+    model, public_ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    ref = json.load(open(public_ref))
     llm = Llama(model_path=model, n_ctx=512, n_threads=2, n_batch=1, n_ubatch=1,
                 logits_all=True, verbose=False, flash_attn=True)
     cases = []
