@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"pagoda/internal/testmodel"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ func TestAbortBestOfBeforeFork(t *testing.T) {
 		steps int // engine steps before the abort
 	}{{"waiting", 0}, {"mid_prefill", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEngine(t, storiesPath, func(c *Config) { c.MaxNumBatchedTokens, c.MaxNumSeqs = 16, 4 })
+			e := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumBatchedTokens, c.MaxNumSeqs = 16, 4 })
 			p := DefaultSamplingParams()
 			p.N, p.BestOf, p.MaxTokens = 2, 4, 16
 			prompt := e.Tokenizer().Encode("Once upon a time there was a little girl who liked to play with her big red ball in the park every day", true, false)
@@ -51,7 +52,7 @@ func TestAbortBestOfBeforeFork(t *testing.T) {
 // Shutdown aborts a waiting best_of > n request without panicking, and the
 // request ends with ErrEngineStopped.
 func TestShutdownAbortsBestOf(t *testing.T) {
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	p := DefaultSamplingParams()
 	p.N, p.BestOf, p.MaxTokens = 2, 4, 400
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,7 +72,7 @@ func TestShutdownAbortsBestOf(t *testing.T) {
 
 // max_tokens near the int range is refused, not wrapped around.
 func TestMaxTokensOverflow(t *testing.T) {
-	e := newTestEngine(t, storiesPath, nil)
+	e := newTestEngine(t, testmodel.Stories(t), nil)
 	p := GreedyParams(math.MaxInt)
 	if _, err := e.AddRequest(Request{PromptTokens: []int32{1, 2, 3}, Params: p}); !errors.Is(err, ErrPromptTooLong) {
 		t.Fatalf("max_tokens MaxInt: err %v, want ErrPromptTooLong", err)

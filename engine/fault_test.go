@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"pagoda/internal/testmodel"
 	"reflect"
 	"testing"
 	"time"
@@ -111,12 +112,12 @@ func TestFaultInjection(t *testing.T) {
 	if testing.Short() {
 		runs = 300
 	}
-	ref := newTestEngine(t, storiesPath, func(c *Config) { c.MaxNumSeqs, c.MaxModelLen = 8, 64 })
+	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen = 8, 64 })
 	vocab := ref.ModelConfig().VocabSize
 	preempted, swapped := int64(0), int64(0)
 	for run := range runs {
 		rng := rand.New(rand.NewPCG(uint64(run), 77))
-		e := newTestEngine(t, storiesPath, func(c *Config) {
+		e := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
 			c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.MaxModelLen = 8+rng.IntN(8), 6, 32, 64
 			c.SwapSpace = int64(rng.IntN(3)) * 80 << 10 // none, 4 or 8 host blocks
 		})

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"pagoda/internal/testmodel"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestRequestLimits(t *testing.T) {
 // queue is a 400, one that does not fit beside the waiting ones a 503.
 func TestMaxQueueCountsSequences(t *testing.T) {
 	e, err := engine.New(func() engine.Config {
-		c := engine.DefaultConfig(storiesPath)
+		c := engine.DefaultConfig(testmodel.Stories(t))
 		c.MaxModelLen, c.Threads = 256, 1
 		return c
 	}())
