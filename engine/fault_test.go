@@ -113,62 +113,10 @@ func TestFaultInjection(t *testing.T) {
 		runs = 300
 	}
 	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen = 8, 64 })
-	vocab := ref.ModelConfig().VocabSize
 	preempted, swapped := int64(0), int64(0)
 	for run := range runs {
-		rng := rand.New(rand.NewPCG(uint64(run), 77))
-		e := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
-			c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.MaxModelLen = 8+rng.IntN(8), 6, 32, 64
-			c.SwapSpace = int64(rng.IntN(3)) * 80 << 10 // none, 4 or 8 host blocks
-		})
-		frs := make([]faultRequest, 2+rng.IntN(7))
-		for i := range frs {
-			frs[i] = faultRequest{req: randomFaultRequest(rng, fmt.Sprintf("r%d", i), vocab), abortAt: -1}
-			if rng.IntN(4) == 0 {
-				frs[i].abortAt = rng.IntN(30)
-			}
-		}
-		shutdownAt := -1
-		if rng.IntN(4) == 0 {
-			shutdownAt = rng.IntN(40)
-		}
-		streams := make([]*Stream, len(frs))
-		for i, fr := range frs {
-			s, err := e.AddRequest(fr.req)
-			if err != nil {
-				t.Fatalf("run %d: %v", run, err)
-			}
-			streams[i] = s
-		}
-		for step := 0; e.HasUnfinished(); step++ {
-			if step > 5000 {
-				t.Fatalf("run %d: the engine did not finish", run)
-			}
-			for _, fr := range frs {
-				if fr.abortAt == step {
-					e.Abort(fr.req.ID)
-				}
-			}
-			if step == shutdownAt {
-				e.shutdown()
-				break
-			}
-			if err := e.Step(); err != nil {
-				t.Fatalf("run %d: %v", run, err)
-			}
-		}
-		preempted, swapped = preempted+e.sched.NumPreemptions, swapped+e.sched.NumSwapOuts
-		for i, fr := range frs {
-			got := drainStream(t, streams[i])
-			if got.Err != nil || fr.abortAt >= 0 || shutdownAt >= 0 && aborted(got) {
-				continue
-			}
-			if want := runAlone(t, ref, fr.req); !sameOutput(got, want) {
-				t.Fatalf("run %d, %s %+v: batched output differs from alone:\n got %+v\nwant %+v", run, fr.req.ID, fr.req.Params, got.Outputs, want.Outputs)
-			}
-		}
-		checkNoLeaks(t, e)
-		e.Close()
+		p, s := faultRun(t, ref, run)
+		preempted, swapped = preempted+p, swapped+s
 	}
 	t.Logf("%d runs, %d preemptions, %d swap-outs", runs, preempted, swapped)
 	if preempted == swapped || swapped == 0 {
@@ -184,4 +132,63 @@ func aborted(o RequestOutput) bool {
 		}
 	}
 	return len(o.Outputs) == 0
+}
+
+// faultRun is run number run of TestFaultInjection (its own seed); it
+// returns the run's preemptions and swap-outs.
+func faultRun(t *testing.T, ref *Engine, run int) (preempted, swapped int64) {
+	vocab := ref.ModelConfig().VocabSize
+	rng := rand.New(rand.NewPCG(uint64(run), 77))
+	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
+		c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.MaxModelLen = 8+rng.IntN(8), 6, 32, 64
+		c.SwapSpace = int64(rng.IntN(3)) * 80 << 10 // none, 4 or 8 host blocks
+	})
+	defer e.Close()
+	frs := make([]faultRequest, 2+rng.IntN(7))
+	for i := range frs {
+		frs[i] = faultRequest{req: randomFaultRequest(rng, fmt.Sprintf("r%d", i), vocab), abortAt: -1}
+		if rng.IntN(4) == 0 {
+			frs[i].abortAt = rng.IntN(30)
+		}
+	}
+	shutdownAt := -1
+	if rng.IntN(4) == 0 {
+		shutdownAt = rng.IntN(40)
+	}
+	streams := make([]*Stream, len(frs))
+	for i, fr := range frs {
+		s, err := e.AddRequest(fr.req)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		streams[i] = s
+	}
+	for step := 0; e.HasUnfinished(); step++ {
+		if step > 5000 {
+			t.Fatalf("run %d: the engine did not finish", run)
+		}
+		for _, fr := range frs {
+			if fr.abortAt == step {
+				e.Abort(fr.req.ID)
+			}
+		}
+		if step == shutdownAt {
+			e.shutdown()
+			break
+		}
+		if err := e.Step(); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
+	for i, fr := range frs {
+		got := drainStream(t, streams[i])
+		if got.Err != nil || fr.abortAt >= 0 || shutdownAt >= 0 && aborted(got) {
+			continue
+		}
+		if want := runAlone(t, ref, fr.req); !sameOutput(got, want) {
+			t.Fatalf("run %d, %s %+v: batched output differs from alone:\n got %+v\nwant %+v", run, fr.req.ID, fr.req.Params, got.Outputs, want.Outputs)
+		}
+	}
+	checkNoLeaks(t, e)
+	return e.sched.NumPreemptions, e.sched.NumSwapOuts
 }

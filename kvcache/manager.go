@@ -96,6 +96,7 @@ type Manager struct {
 	spare     []*seqState                                      // freed tables, reused by Allocate and Fork
 	hashFn    func(parent BlockHash, tokens []int32) BlockHash // tests inject colliding hashes
 	nextCID   uint64                                           // next content id; ids start at 1
+	round     uint64                                           // the scheduling round (BeginRound)
 	stats     Stats
 	hits      []int32 // scratch (blocks): prefix-cache hits of the current Allocate
 	remap     []int32 // scratch (max(NumBlocks, NumHostBlocks)): source block → destination during a swap

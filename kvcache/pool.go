@@ -15,6 +15,7 @@ type block struct {
 	hash       BlockHash // H(parent block's hash, tokens)
 	cid        uint64    // content id: same cid ⇒ same tokens from the sequence start to this block's end
 	parent     uint64    // cid of the previous block of the chain; 0 for a sequence's first block
+	round      uint64    // Manager.round when the block was hashed (see Discard)
 }
 
 // Pool is a set of fixed-size blocks with an intrusive doubly-linked free

@@ -97,7 +97,7 @@ func (m *Manager) seal(id, prev int32) {
 	tokens := p.filled(id)
 	twin, h, ok := m.cachedMatch(parentHash, parentCID, tokens)
 	b := &p.blocks[id]
-	b.hashed, b.hash, b.parent = true, h, parentCID
+	b.hashed, b.hash, b.parent, b.round = true, h, parentCID, m.round
 	switch {
 	case ok:
 		b.cid = p.blocks[twin].cid

@@ -225,3 +225,32 @@ func TestResetPrefixCache(t *testing.T) {
 	mustFree(t, m, 2)
 	check(t, m)
 }
+
+// TestDiscardRolledBackReservations: blocks reserved (and hashed) in a
+// round whose admission is rolled back hold no KV; Discard takes them out
+// of the prefix cache even when another sequence of the same admission hit
+// them, while blocks computed in earlier rounds stay cached.
+func TestDiscardRolledBackReservations(t *testing.T) {
+	m := newManager(t, Config{BlockSize: 4, NumBlocks: 8, EnablePrefixCaching: true})
+	prompt := seq(0, 13)
+	m.BeginRound()
+	mustAllocate(t, m, 1, prompt[:4], 0) // |0..3| computed in round 1
+	m.BeginRound()
+	if err := m.Free(1); err != nil {
+		t.Fatal(err)
+	}
+	m.BeginRound()
+	mustAllocate(t, m, 2, prompt, 4)  // hits |0..3|, reserves |4..7| |8..11| |12|
+	mustAllocate(t, m, 3, prompt, 12) // hits the reservations of this round
+	for _, id := range []int64{2, 3} {
+		if err := m.Discard(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := m.NumCachedTokens(prompt); got != 4 {
+		t.Fatalf("after the rollback NumCachedTokens = %d, want 4 (only the block computed before)", got)
+	}
+	if err := m.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}

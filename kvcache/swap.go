@@ -68,6 +68,10 @@ func (m *Manager) CanSwapOut(seqIDs []int64) bool {
 	return m.group(seqIDs, false) == nil && m.distinctBlocks(seqIDs) <= m.host.numFree
 }
 
+// NumSwapInBlocks is the number of free device blocks SwapIn(seqIDs) takes
+// (an upper bound: blocks still cached on the device are reused).
+func (m *Manager) NumSwapInBlocks(seqIDs []int64) int { return m.distinctBlocks(seqIDs) }
+
 // CanSwapIn reports whether SwapIn(seqIDs) would succeed: the group is valid
 // and swapped out, and the device pool has a free block for each of its
 // distinct blocks (fewer may be taken, thanks to cache hits).

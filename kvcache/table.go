@@ -91,8 +91,12 @@ func (m *Manager) appendNeed(st *seqState, n int) (need int, cow bool) {
 		return 0, false
 	}
 	room := 0
+	pool := m.device
+	if st.onHost {
+		pool = m.host // a swapped-out table: what it will take once swapped in
+	}
 	if k := len(st.blocks); k > 0 {
-		last := &m.device.blocks[st.blocks[k-1]]
+		last := &pool.blocks[st.blocks[k-1]]
 		room = m.blockSize - int(last.numTokens)
 		cow = room > 0 && last.ref > 1
 	}
@@ -108,8 +112,11 @@ func (m *Manager) appendNeed(st *seqState, n int) (need int, cow bool) {
 // NumAppendBlocks is the number of free device blocks AppendSlots(seqID, n
 // tokens) takes. Summed over a sequence group it is an upper bound: once
 // one sequence copied a shared last block, the others no longer need to.
+//
+// For a swapped-out sequence it is what AppendSlots will take right after
+// SwapIn (the scheduler checks that a group it swaps in can also run).
 func (m *Manager) NumAppendBlocks(seqID int64, n int) (int, error) {
-	st, err := m.lookup(seqID, false)
+	st, err := m.lookup(seqID, true)
 	if err != nil {
 		return 0, err
 	}
@@ -119,8 +126,12 @@ func (m *Manager) NumAppendBlocks(seqID int64, n int) (int, error) {
 
 // CanAppend reports whether AppendSlots for n tokens of seqID would succeed.
 func (m *Manager) CanAppend(seqID int64, n int) bool {
-	need, err := m.NumAppendBlocks(seqID, n)
-	return err == nil && need <= m.device.numFree
+	st, err := m.lookup(seqID, false)
+	if err != nil {
+		return false
+	}
+	need, _ := m.appendNeed(st, n)
+	return need <= m.device.numFree
 }
 
 // AppendSlots reserves slots for tokens appended to seqID and records their
@@ -220,6 +231,33 @@ func (m *Manager) Free(seqID int64) error {
 	st.blocks, st.numTokens, st.onHost = st.blocks[:0], 0, false
 	m.spare = append(m.spare, st)
 	return nil
+}
+
+// BeginRound starts a scheduling round: the blocks hashed from now on were
+// reserved for the step being built and hold no KV until it runs.
+func (m *Manager) BeginRound() { m.round++ }
+
+// Discard frees seqID like Free, for a sequence whose reservations of this
+// round are abandoned before its step runs (an admission rolled back): the
+// blocks hashed this round that no other table holds lose their hash, so
+// that the prefix cache never serves a block whose KV was not written. (A
+// block hashed this round and still held by another table is computed by
+// that table's step.)
+func (m *Manager) Discard(seqID int64) error {
+	st, err := m.lookup(seqID, false)
+	if err != nil {
+		return err
+	}
+	p := m.device
+	for _, id := range st.blocks {
+		if b := &p.blocks[id]; b.ref == 1 && b.hashed && b.round == m.round {
+			if cur, ok := p.cached[b.hash]; ok && cur == id {
+				delete(p.cached, b.hash)
+			}
+			b.hashed = false
+		}
+	}
+	return m.Free(seqID)
 }
 
 // BlockTable returns seqID's physical block ids in logical order (host ids

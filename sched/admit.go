@@ -26,6 +26,16 @@ func (s *Scheduler) scheduleWaiting(budget *int) error {
 		if err != nil {
 			return err
 		}
+		if !ok && !g.Finished() && len(s.running) == 0 && len(s.swapped) == 0 &&
+			s.kv.NumFreeBlocks() == s.kv.Device().NumBlocks() {
+			// Alone on an empty device it cannot start: it never will
+			// (a group of forked sequences preempted by recompute can
+			// need more blocks together than the pool has).
+			s.waiting = s.waiting[1:]
+			s.finishGroup(g)
+			s.out.Ignored = append(s.out.Ignored, g)
+			continue
+		}
 		if !ok {
 			return nil
 		}
@@ -36,11 +46,14 @@ func (s *Scheduler) scheduleWaiting(budget *int) error {
 }
 
 // admit allocates every unfinished sequence of g with the tokens it computes
-// now. On failure it leaves nothing allocated and reports false; a group
-// that can never fit is finished and listed in Output.Ignored.
+// now; when the budget runs out, later sequences of the group start with
+// their cached prefix only and compute at later steps. On failure it
+// leaves nothing allocated and reports false; a group that can never fit
+// is finished and listed in Output.Ignored.
 func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 	left := *budget
 	mark := len(s.out.Seqs)
+	first := true
 	for _, q := range g.Seqs {
 		if q.Status == StatusFinished {
 			continue
@@ -58,10 +71,11 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 			s.out.Ignored = append(s.out.Ignored, g)
 			return false, nil
 		}
-		if n <= 0 || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
+		if (first && n <= 0) || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
 			s.rollback(g, mark)
 			return false, nil
 		}
+		first = false
 		got, err := s.allocate(g, q.ID, q.Tokens[:cached+n])
 		if err != nil {
 			s.rollback(g, mark)
@@ -72,8 +86,10 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 		}
 		q.NumComputedTokens = got
 		q.Status = StatusRunning
-		s.record(g, q, got, cached+n-got)
-		left -= cached + n - got
+		if k := cached + n - got; k > 0 {
+			s.record(g, q, got, k)
+			left -= k
+		}
 	}
 	*budget = left
 	return true, nil
@@ -88,7 +104,7 @@ func (s *Scheduler) rollback(g *Group, mark int) {
 	s.out.Seqs = s.out.Seqs[:mark]
 	for _, q := range g.Seqs {
 		if q.Status == StatusRunning {
-			_ = s.kv.Free(q.ID)
+			_ = s.kv.Discard(q.ID) // its reservations of this round were never computed
 			q.Status = StatusWaiting
 			q.NumComputedTokens = 0
 		}

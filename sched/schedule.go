@@ -11,6 +11,7 @@ import (
 // again. The Output is valid until the next call.
 func (s *Scheduler) Schedule() (*Output, error) {
 	s.out.reset()
+	s.kv.BeginRound()
 	s.running = slices.DeleteFunc(s.running, (*Group).Finished)
 	sortGroups(s.running)
 	budget := s.cfg.MaxNumBatchedTokens
@@ -155,15 +156,28 @@ func (s *Scheduler) preempt(g *Group) error {
 }
 
 // scheduleSwapped brings swapped groups back, in priority order, while the
-// blocks, budget and sequence limit allow.
+// blocks, budget and sequence limit allow. A group comes back only if it
+// also runs in this step (its swap-in blocks plus the blocks its tokens
+// take fit): a group swapped in without running would be preempted again
+// before it computes anything, and groups could trade places forever.
 func (s *Scheduler) scheduleSwapped(budget *int) error {
 	sortGroups(s.swapped)
 	for len(s.swapped) > 0 {
 		g := s.swapped[0]
 		n := g.NumUnfinished()
 		ids := s.unfinishedIDs(g)
-		if *budget < n || s.numRunningSeqs()+max(g.MaxSeqs, n) > s.cfg.MaxNumSeqs || !s.kv.CanSwapIn(ids) {
+		if *budget < n || s.numRunningSeqs()+max(g.MaxSeqs, n) > s.cfg.MaxNumSeqs {
 			return nil
+		}
+		if !s.kv.CanSwapIn(ids) || s.kv.NumSwapInBlocks(ids)+s.blocksNeeded(g, *budget) > s.kv.NumFreeBlocks() {
+			if len(s.running) > 0 || s.kv.NumFreeBlocks() < s.kv.Device().NumBlocks() {
+				return nil // blocks will free up
+			}
+			// Alone on an empty device it still cannot run: it never will.
+			s.swapped = s.swapped[1:]
+			s.finishGroup(g)
+			s.out.Ignored = append(s.out.Ignored, g)
+			continue
 		}
 		var err error
 		if s.out.SwapIn, err = s.kv.SwapIn(ids, s.out.SwapIn); err != nil {
@@ -172,12 +186,8 @@ func (s *Scheduler) scheduleSwapped(budget *int) error {
 		s.swapped = s.swapped[1:]
 		g.setStatus(StatusRunning)
 		s.running = append(s.running, g)
-		// If its tokens do not fit now, it stays running unscheduled and
-		// competes for blocks next step.
-		if s.blocksNeeded(g, *budget) <= s.kv.NumFreeBlocks() {
-			if err := s.runGroup(g, budget); err != nil {
-				return err
-			}
+		if err := s.runGroup(g, budget); err != nil {
+			return err
 		}
 	}
 	return nil
