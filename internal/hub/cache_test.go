@@ -115,8 +115,8 @@ func TestProgress(t *testing.T) {
 		t.Errorf("plain output %q", out)
 	}
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 93 << 20: "93.0 MiB", 5 << 30: "5.0 GiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

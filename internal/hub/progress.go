@@ -39,10 +39,10 @@ func (p *progress) start(have, total int64) {
 	}
 	size := "size unknown"
 	if total >= 0 {
-		size = formatBytes(total)
+		size = FormatBytes(total)
 	}
 	if have > 0 {
-		fmt.Fprintf(p.w, "downloading %s (%s), resuming at %s\n", p.name, size, formatBytes(have))
+		fmt.Fprintf(p.w, "downloading %s (%s), resuming at %s\n", p.name, size, FormatBytes(have))
 	} else {
 		fmt.Fprintf(p.w, "downloading %s (%s)\n", p.name, size)
 	}
@@ -66,15 +66,15 @@ func (p *progress) finish() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 	el := time.Since(p.began)
-	fmt.Fprintf(p.w, "%s: %s in %.1fs (%s/s)\n", p.name, formatBytes(p.done), el.Seconds(),
-		formatBytes(int64(rate(p.done-p.resumed, el))))
+	fmt.Fprintf(p.w, "%s: %s in %.1fs (%s/s)\n", p.name, FormatBytes(p.done), el.Seconds(),
+		FormatBytes(int64(rate(p.done-p.resumed, el))))
 }
 
 // line is the progress line after elapsed: name, bytes, percent, rate, ETA.
 func (p *progress) line(elapsed time.Duration) string {
 	r := rate(p.done-p.resumed, elapsed)
 	if p.total < 0 {
-		return fmt.Sprintf("%s  %s  %s/s", p.name, formatBytes(p.done), formatBytes(int64(r)))
+		return fmt.Sprintf("%s  %s  %s/s", p.name, FormatBytes(p.done), FormatBytes(int64(r)))
 	}
 	eta := "?"
 	if r > 0 {
@@ -84,8 +84,8 @@ func (p *progress) line(elapsed time.Duration) string {
 	if p.total > 0 {
 		pct = 100 * float64(p.done) / float64(p.total)
 	}
-	return fmt.Sprintf("%s  %s / %s  %3.0f%%  %s/s  ETA %s", p.name, formatBytes(p.done), formatBytes(p.total),
-		pct, formatBytes(int64(r)), eta)
+	return fmt.Sprintf("%s  %s / %s  %3.0f%%  %s/s  ETA %s", p.name, FormatBytes(p.done), FormatBytes(p.total),
+		pct, FormatBytes(int64(r)), eta)
 }
 
 func rate(n int64, d time.Duration) float64 {
@@ -95,8 +95,8 @@ func rate(n int64, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// formatBytes prints a size with a binary unit, e.g. "93.0 MiB".
-func formatBytes(n int64) string {
+// FormatBytes prints a size with a binary unit, e.g. "93.0 MiB".
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
