@@ -21,7 +21,7 @@ model:
 	@bash scripts/fetch-ggml-vocab.sh
 
 serve: model build
-	./$(BIN) serve $(DEFAULT_MODEL)
+	./$(BIN) serve smollm2
 
 # Test tools from Debian: promtool (package prometheus) checks the /metrics
 # exposition; python3-venv lets the end-to-end test install the OpenAI client.

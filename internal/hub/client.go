@@ -79,7 +79,7 @@ func (c *Client) ListFiles(ctx context.Context, repo string) ([]string, error) {
 	}
 	resp, _, err := c.do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: listing the repo: %w", repo, err)
 	}
 	defer resp.Body.Close()
 	if err := statusError(resp, repo, ""); err != nil {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxAttempts bounds the tries of one file download; each try resumes
@@ -55,19 +56,35 @@ func (c *Client) fetch(ctx context.Context, repo, file, dest string) error {
 	part := dest + ".part"
 	p := newProgress(c.Progress, c.TTY, repo+"/"+file)
 	var err error
-	for range maxAttempts {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		before := size(part)
 		if err = c.fetchOnce(ctx, repo, file, part, p); err == nil {
 			p.finish()
 			return os.Rename(part, dest)
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s/%s: %w (the partial download is kept and resumed next time)", repo, file, ctx.Err())
-		}
 		if !errors.As(err, new(transient)) {
 			return err
 		}
+		if size(part) <= before && attempt < maxAttempts { // no progress: wait a little
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s/%s: %w (the partial download is kept and resumed next time)", repo, file, ctx.Err())
+		}
 	}
 	return fmt.Errorf("%s/%s: giving up after %d attempts: %w", repo, file, maxAttempts, err)
+}
+
+// size is the size of a file, 0 when it does not exist.
+func size(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // fetchOnce makes one GET of the file, appending to part from its current
