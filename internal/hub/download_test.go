@@ -253,3 +253,22 @@ func TestOffline(t *testing.T) {
 	c.Offline = true
 	checkFile(t, mustResolve(t, c, "org/repo"), data)
 }
+
+// TestProgressOutput draws the progress line on a terminal, and only a
+// start and an end line otherwise.
+func TestProgressOutput(t *testing.T) {
+	for _, tty := range []bool{true, false} {
+		_, c := setup(t, map[string]*hubtest.Repo{"org/repo": {Files: map[string]*hubtest.File{"m.gguf": {Data: blob(100_000, 13)}}}})
+		var b bytes.Buffer
+		c.Progress, c.TTY = &b, tty
+		mustResolve(t, c, "org/repo/m.gguf")
+		out := b.String()
+		drawn := strings.Contains(out, "\rorg/repo/m.gguf  ") && strings.Contains(out, "ETA")
+		if drawn != tty || !strings.HasSuffix(out, "/s)\n") || !strings.Contains(out, "org/repo/m.gguf: 97.7 KiB in ") {
+			t.Errorf("tty=%v: output %q", tty, out)
+		}
+		if !tty && !strings.HasPrefix(out, "downloading org/repo/m.gguf (97.7 KiB)\n") {
+			t.Errorf("plain output %q", out)
+		}
+	}
+}
