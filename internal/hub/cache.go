@@ -32,6 +32,9 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (string, error) {
 		if file, err = Select(files, ref.Quant); err != nil {
 			return "", fmt.Errorf("%s: %w", ref, err)
 		}
+		if err := checkFile(file); err != nil { // the listing names a path outside the repo
+			return "", fmt.Errorf("%s: the hub lists %w", ref, err)
+		}
 		if err := hasAll(files, Parts(file)); err != nil {
 			return "", fmt.Errorf("%s: %w", ref, err)
 		}

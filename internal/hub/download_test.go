@@ -202,8 +202,10 @@ func TestResolveCorrupt(t *testing.T) {
 
 func TestResolveErrors(t *testing.T) {
 	_, c := setup(t, map[string]*hubtest.Repo{"org/repo": {Files: map[string]*hubtest.File{
-		"m-Q8_0.gguf": {Data: []byte("GGUF")}, "s-00001-of-00002.gguf": {Data: []byte("a")}}}})
+		"m-Q8_0.gguf": {Data: []byte("GGUF")}, "s-00001-of-00002.gguf": {Data: []byte("a")}}},
+		"org/evil": {Files: map[string]*hubtest.File{"../../m-Q8_0.gguf": {Data: []byte("GGUF")}}}})
 	for ref, want := range map[string]string{
+		"org/evil:Q8_0":                  "the hub lists file \"../../m-Q8_0.gguf\": empty, . or .. component",
 		"org/none":                       "no such repo",
 		"org/repo/x.gguf":                "no such file",
 		"org/repo:Q5_K_M":                `no GGUF model file matches "Q5_K_M"; the repo has: m-Q8_0.gguf, s-00001-of-00002.gguf`,
