@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -98,4 +99,25 @@ func TestContentRange(t *testing.T) {
 			t.Errorf("contentRange(%q) = %d, %d, %v; want %v", in, s, tot, ok, want)
 		}
 	}
+}
+
+// FuzzParseRef: no panic; a reference parsed is one whose String parses
+// back to it, and whose file stays inside its repo directory.
+func FuzzParseRef(f *testing.F) {
+	for _, s := range []string{"org/repo", "org/repo:Q8_0", "org/repo/a/b.gguf", "../x", "a/b/../c.gguf", "a/b:", "a//b.gguf"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRef(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseRef(r.String())
+		if err != nil || back != r {
+			t.Fatalf("%q → %+v → %q → %+v, %v", s, r, r.String(), back, err)
+		}
+		if r.File != "" && checkFile(r.File) != nil || strings.Count(r.Repo, "/") != 1 {
+			t.Fatalf("%q → %+v", s, r)
+		}
+	})
 }
