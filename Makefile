@@ -28,7 +28,7 @@ vocab:
 	@bash scripts/fetch-ggml-vocab.sh
 
 serve: model build
-	./$(BIN) serve $(DEFAULT_MODEL)
+	./$(BIN) serve smollm2
 
 # The one test tool from Debian: python3-venv lets the end-to-end test install
 # the OpenAI client. Installed only when missing, and only as root

@@ -65,6 +65,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--kv: %w", err)}
 	}
+	if f.model, err = resolveModel(f.model, stderr); err != nil {
+		return err
+	}
 	cost, err := readCost(f.model)
 	if err != nil {
 		return err
@@ -100,7 +103,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	fs := newFlagSet("bench latency", stderr)
 	var f latencyFlags
-	fs.StringVar(&f.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
 	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of each test")

@@ -52,7 +52,7 @@ type planRun struct {
 func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench plans", stderr)
 	var f benchPlansFlags
-	fs.StringVar(&f.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.IntVar(&f.numPrompts, "num-prompts", 64, "number of prompts")
 	fs.IntVar(&f.inputLen, "input-len", 256, "prompt tokens (random dataset)")
 	fs.IntVar(&f.outputLen, "output-len", 128, "generated tokens per prompt (EOS ignored)")
@@ -79,6 +79,10 @@ func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--modes: %q is not exponential, linear or eager", m)}
 		}
 		modes = append(modes, m)
+	}
+	var err error
+	if f.model, err = resolveModel(f.model, stderr); err != nil {
+		return err
 	}
 	if f.cpuProfile != "" {
 		stop, err := startProfile(f.cpuProfile)

@@ -38,7 +38,7 @@ type throughputFlags struct {
 func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench throughput", stderr)
 	var f throughputFlags
-	fs.StringVar(&f.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.IntVar(&f.numPrompts, "num-prompts", 64, "number of prompts")
 	fs.IntVar(&f.inputLen, "input-len", 128, "prompt tokens (random dataset)")
 	fs.IntVar(&f.outputLen, "output-len", 64, "generated tokens per prompt (EOS ignored)")
@@ -57,6 +57,10 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.numPrompts < 1 || f.inputLen < 1 || f.outputLen < 1 {
 		return usageError{errors.New("--num-prompts, --input-len and --output-len must be ≥ 1")}
+	}
+	var err error
+	if f.model, err = resolveModel(f.model, stderr); err != nil {
+		return err
 	}
 	cfg := engine.DefaultConfig(f.model)
 	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.BlockSize = f.maxNumSeqs, f.maxBatched, f.blockSize

@@ -18,6 +18,9 @@ import (
 // defaultModelPath is where `make model` puts the default model.
 func defaultModelPath() string { return modelcache.Default() }
 
+// modelFlagHelp describes a --model flag.
+const modelFlagHelp = "GGUF file, or a model reference: smollm2, org/repo[:QUANT], org/repo/file.gguf (see pagoda pull -h)"
+
 type generateFlags struct {
 	model       string
 	prompt      string
@@ -41,7 +44,7 @@ type generateFlags struct {
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("generate", stderr)
 	var g generateFlags
-	fs.StringVar(&g.model, "model", defaultModelPath(), "path to a GGUF model file")
+	fs.StringVar(&g.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&g.prompt, "prompt", "", "the prompt (required)")
 	fs.StringVar(&g.system, "system", "", "system message, with --chat")
 	fs.BoolVar(&g.chat, "chat", false, "render the prompt as a user message through the model's chat template")
@@ -69,8 +72,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 }
 
 func generate(g generateFlags, stdout, stderr io.Writer) error {
-	if _, err := os.Stat(g.model); err != nil {
-		return fmt.Errorf("model file: %w (run `make model` for the default model)", err)
+	var err error
+	if g.model, err = resolveModel(g.model, stderr); err != nil {
+		return err
 	}
 	kvType, err := model.ParseKVType(g.kvType)
 	if err != nil {

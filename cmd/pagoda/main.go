@@ -1,11 +1,17 @@
 // Command pagoda runs and serves Llama-family GGUF models on CPUs.
 //
 //	pagoda serve [MODEL] [flags]           serve the OpenAI-compatible HTTP API
+//	pagoda pull REF...                     download models (smollm2, org/repo[:QUANT], org/repo/file.gguf)
+//	pagoda list                            list the cached models
+//	pagoda rm REF...                       delete cached models
 //	pagoda generate --model M --prompt P   generate text from one prompt
 //	pagoda bench throughput --model M      offline throughput benchmark
 //	pagoda buckets [flags]                 print the shape buckets of a configuration
 //	pagoda model info M                    print a GGUF file's metadata and tensors
 //	pagoda version                         print the version
+//
+// Every MODEL argument is a GGUF path or a reference that resolveModel
+// turns into one (downloading it when it is not cached).
 package main
 
 import (
@@ -29,6 +35,9 @@ func commands() []command {
 	return []command{
 		{"serve", "serve a model over the OpenAI-compatible HTTP API", runServe},
 		{"generate", "generate text from one prompt", runGenerate},
+		{"pull", "download models: smollm2, org/repo[:QUANT], org/repo/file.gguf", runPull},
+		{"list", "list the cached models", runList},
+		{"rm", "delete cached models", runRm},
 		{"bench", "benchmarks: " + benchNames(), runBench},
 		{"buckets", "print the shape buckets of a configuration", runBuckets},
 		{"model", "inspect model files (model info FILE)", runModel},

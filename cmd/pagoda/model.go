@@ -24,9 +24,13 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if fs.NArg() != 1 {
-			return usageError{fmt.Errorf("want exactly one GGUF file, got %d arguments", fs.NArg())}
+			return usageError{fmt.Errorf("want exactly one GGUF file or model reference, got %d arguments", fs.NArg())}
 		}
-		return modelInfo(fs.Arg(0), *tensors, stdout)
+		path, err := resolveModel(fs.Arg(0), stderr)
+		if err != nil {
+			return err
+		}
+		return modelInfo(path, *tensors, stdout)
 	}
 	return usageError{fmt.Errorf("unknown subcommand %q (want: info, synth)", args[0])}
 }

