@@ -375,11 +375,16 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 	cfg, mc := e.Config(), e.ModelConfig()
 	dev, host := e.NumBlocks()
 	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads, mc.HeadDim, cfg.KVCacheType)
-	name := server.ModelName(cfg.Model)
-	if len(opts.ServedModelNames) > 0 {
-		name = strings.Join(opts.ServedModelNames, `", "`)
+	names := opts.ServedModelNames
+	if len(names) == 0 {
+		names = []string{server.ModelName(cfg.Model)}
 	}
-	return fmt.Sprintf("INFO pagoda %s serving %q (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	name := strings.Join(quoted, ", ")
+	return fmt.Sprintf("INFO pagoda %s serving %s (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
 		"(%.1f MiB %s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
 		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
 		cfg.KVCacheType, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)

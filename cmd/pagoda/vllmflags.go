@@ -168,7 +168,11 @@ func normalizeServeArgs(fs *flag.FlagSet, in []string) (serveArgs, error) {
 				return out, fmt.Errorf("flag --%s takes no value", name)
 			}
 			if vf.refuse != "" && (vf.accept == nil || !slices.Contains(vf.accept, strings.ToLower(v))) {
-				return out, fmt.Errorf("--%s%s %s", name, spaceValue(v), vf.refuse)
+				sep := ": "
+				if strings.HasPrefix(vf.refuse, "does ") { // "--gpu-memory-utilization does not apply on CPU"
+					sep = " "
+				}
+				return out, fmt.Errorf("--%s%s%s%s", name, spaceValue(v), sep, vf.refuse)
 			}
 			out.notes = append(out.notes, fmt.Sprintf("--%s%s has no effect on pagoda (vLLM: %s)", name, spaceValue(v), vf.meaning))
 		}
