@@ -105,10 +105,11 @@ type serveArgs struct {
 // one. -h/--help returns flag.ErrHelp.
 func normalizeServeArgs(fs *flag.FlagSet, in []string) (serveArgs, error) {
 	var out serveArgs
-	for i := 0; i < len(in); i++ {
-		tok := in[i]
+	sc := &argScanner{in: in}
+	for ; sc.i < len(in); sc.i++ {
+		tok := in[sc.i]
 		if tok == "--" {
-			out.args = append(out.args, in[i:]...)
+			out.args = append(out.args, in[sc.i:]...)
 			break
 		}
 		if !strings.HasPrefix(tok, "-") || tok == "-" {
@@ -116,68 +117,102 @@ func normalizeServeArgs(fs *flag.FlagSet, in []string) (serveArgs, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(tok, "-"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		// next consumes the flag's value: after "=", else the next token.
-		next := func() (string, error) {
-			if hasValue {
-				return value, nil
-			}
-			if i+1 >= len(in) {
-				return "", fmt.Errorf("flag --%s needs a value", name)
-			}
-			i++
-			return in[i], nil
-		}
+		sc.name, sc.value, sc.hasValue = strings.ReplaceAll(name, "_", "-"), value, hasValue
+		var err error
 		switch {
-		case name == "h" || name == "help":
+		case sc.name == "h" || sc.name == "help":
 			return out, flag.ErrHelp
-		case name == "served-model-name":
-			names := []string{}
-			if hasValue {
-				names = append(names, value)
-			}
-			for ; !hasValue && i+1 < len(in) && !strings.HasPrefix(in[i+1], "-"); i++ {
-				names = append(names, in[i+1])
-			}
-			if len(names) == 0 {
-				return out, errors.New("flag --served-model-name needs at least one name")
-			}
-			out.servedNames = append(out.servedNames, names...)
-		case fs.Lookup(name) != nil:
-			if isBoolFlag(fs.Lookup(name)) || hasValue {
-				out.args = append(out.args, "--"+name+eqValue(value, hasValue))
-				continue
-			}
-			v, err := next()
-			if err != nil {
-				return out, err
-			}
-			out.args = append(out.args, "--"+name+"="+v)
+		case sc.name == "served-model-name":
+			err = sc.servedNames(&out)
+		case fs.Lookup(sc.name) != nil:
+			err = sc.own(fs.Lookup(sc.name), &out)
 		default:
-			vf, ok := lookupVLLMFlag(name)
-			if !ok {
-				return out, unknownFlagError(fs, name)
-			}
-			v := ""
-			if vf.value {
-				var err error
-				if v, err = next(); err != nil {
-					return out, err
-				}
-			} else if hasValue {
-				return out, fmt.Errorf("flag --%s takes no value", name)
-			}
-			if vf.refuse != "" && (vf.accept == nil || !slices.Contains(vf.accept, strings.ToLower(v))) {
-				sep := ": "
-				if strings.HasPrefix(vf.refuse, "does ") { // "--gpu-memory-utilization does not apply on CPU"
-					sep = " "
-				}
-				return out, fmt.Errorf("--%s%s%s%s", name, spaceValue(v), sep, vf.refuse)
-			}
-			out.notes = append(out.notes, fmt.Sprintf("--%s%s has no effect on pagoda (vLLM: %s)", name, spaceValue(v), vf.meaning))
+			err = sc.vllm(fs, &out)
+		}
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// argScanner walks a command line; name, value and hasValue describe the
+// flag at index i.
+type argScanner struct {
+	in          []string
+	i           int
+	name, value string
+	hasValue    bool
+}
+
+// next consumes the flag's value: after "=", else the next token.
+func (sc *argScanner) next() (string, error) {
+	if sc.hasValue {
+		return sc.value, nil
+	}
+	if sc.i+1 >= len(sc.in) {
+		return "", fmt.Errorf("flag --%s needs a value", sc.name)
+	}
+	sc.i++
+	return sc.in[sc.i], nil
+}
+
+// servedNames collects --served-model-name=a, or --served-model-name a b c
+// up to the next token starting with "-" (argparse's nargs="+").
+func (sc *argScanner) servedNames(out *serveArgs) error {
+	names := []string{}
+	if sc.hasValue {
+		names = append(names, sc.value)
+	}
+	for ; !sc.hasValue && sc.i+1 < len(sc.in) && !strings.HasPrefix(sc.in[sc.i+1], "-"); sc.i++ {
+		names = append(names, sc.in[sc.i+1])
+	}
+	if len(names) == 0 {
+		return errors.New("flag --served-model-name needs at least one name")
+	}
+	out.servedNames = append(out.servedNames, names...)
+	return nil
+}
+
+// own passes one of pagoda's flags on, as --name or --name=value.
+func (sc *argScanner) own(f *flag.Flag, out *serveArgs) error {
+	if isBoolFlag(f) || sc.hasValue {
+		out.args = append(out.args, "--"+sc.name+eqValue(sc.value, sc.hasValue))
+		return nil
+	}
+	v, err := sc.next()
+	if err != nil {
+		return err
+	}
+	out.args = append(out.args, "--"+sc.name+"="+v)
+	return nil
+}
+
+// vllm drops a no-op vLLM flag with a note, or refuses it with its reason;
+// any other flag is unknown.
+func (sc *argScanner) vllm(fs *flag.FlagSet, out *serveArgs) error {
+	vf, ok := lookupVLLMFlag(sc.name)
+	if !ok {
+		return unknownFlagError(fs, sc.name)
+	}
+	v := ""
+	if vf.value {
+		var err error
+		if v, err = sc.next(); err != nil {
+			return err
+		}
+	} else if sc.hasValue {
+		return fmt.Errorf("flag --%s takes no value", sc.name)
+	}
+	if vf.refuse != "" && (vf.accept == nil || !slices.Contains(vf.accept, strings.ToLower(v))) {
+		sep := ": "
+		if strings.HasPrefix(vf.refuse, "does ") { // "--gpu-memory-utilization does not apply on CPU"
+			sep = " "
+		}
+		return fmt.Errorf("--%s%s%s%s", sc.name, spaceValue(v), sep, vf.refuse)
+	}
+	out.notes = append(out.notes, fmt.Sprintf("--%s%s has no effect on pagoda (vLLM: %s)", sc.name, spaceValue(v), vf.meaning))
+	return nil
 }
 
 func eqValue(v string, has bool) string {
