@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"pagoda/engine"
 	"pagoda/gguf"
@@ -17,6 +19,9 @@ const (
 	genConfigAuto = "auto" // the model file's recommended sampling defaults
 	genConfigVLLM = "vllm" // vLLM's defaults only
 )
+
+// generationNames are the generation_config.json fields pagoda reads.
+var generationNames = []string{"temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens"}
 
 // ggufSamplingKeys are the GGUF keys of the model author's recommended
 // sampling settings that llama.cpp reads (general.sampling.*), mapped onto
@@ -71,7 +76,7 @@ func readGenerationConfig(dir string) (server.GenerationDefaults, error) {
 		return server.GenerationDefaults{}, fmt.Errorf("--generation-config: %s: %w", path, err)
 	}
 	vals := map[string]float64{}
-	for _, name := range []string{"temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens"} {
+	for _, name := range generationNames {
 		switch v := raw[name].(type) {
 		case nil:
 		case float64:
@@ -131,4 +136,67 @@ func checkGeneration(g server.GenerationDefaults) error {
 	}
 	p := g.Apply(engine.DefaultSamplingParams())
 	return p.Validate(math.MaxInt32)
+}
+
+// generationOverride is --override-generation-config: a JSON object of
+// generation_config names (temperature, top_p, top_k, min_p,
+// repetition_penalty, max_new_tokens) applied over --generation-config's
+// defaults, whatever its mode, as vLLM does.
+type generationOverride struct {
+	raw string
+	g   server.GenerationDefaults
+}
+
+func (o *generationOverride) String() string { return o.raw }
+
+func (o *generationOverride) Set(v string) error {
+	raw := map[string]any{}
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return fmt.Errorf("want a JSON object, got %s", v)
+	}
+	vals := map[string]float64{}
+	for k, x := range raw {
+		f, ok := x.(float64)
+		if !ok || !slices.Contains(generationNames, k) {
+			return fmt.Errorf("%s: want numbers for %s", k, strings.Join(generationNames, ", "))
+		}
+		vals[k] = f
+	}
+	g, err := generationDefaults(vals)
+	if err == nil {
+		err = checkGeneration(g)
+	}
+	if err != nil {
+		return err
+	}
+	o.raw, o.g = v, g
+	return nil
+}
+
+// merge returns base with the override's fields set over it.
+func (o *generationOverride) merge(base server.GenerationDefaults) server.GenerationDefaults {
+	g := o.g
+	if g.IsZero() {
+		return base
+	}
+	pick := func(b, over *float64) *float64 {
+		if over != nil {
+			return over
+		}
+		return b
+	}
+	pickInt := func(b, over *int) *int {
+		if over != nil {
+			return over
+		}
+		return b
+	}
+	out := server.GenerationDefaults{Temperature: pick(base.Temperature, g.Temperature), TopP: pick(base.TopP, g.TopP),
+		MinP: pick(base.MinP, g.MinP), RepetitionPenalty: pick(base.RepetitionPenalty, g.RepetitionPenalty),
+		TopK: pickInt(base.TopK, g.TopK), MaxTokens: pickInt(base.MaxTokens, g.MaxTokens),
+		Source: "--override-generation-config"}
+	if base.Source != "" {
+		out.Source = base.Source + " and " + out.Source
+	}
+	return out
 }

@@ -227,7 +227,7 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 		if err != nil {
 			return err
 		}
-		opts.Generation = g
+		opts.Generation = f.vllm.overrideGeneration.merge(g)
 	}
 	logger := log.New(levelFilter{w: stderr, min: f.vllm.logLevel}, "", log.LstdFlags)
 	opts.Logger = logger

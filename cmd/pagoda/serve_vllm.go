@@ -15,6 +15,7 @@ import (
 // the engine's (see the README's "Coming from vLLM").
 type vllmServeFlags struct {
 	dtype, generationConfig        string
+	overrideGeneration             generationOverride
 	seed                           optionalInt
 	tensorParallel, maxLogprobs    int
 	enableLogRequests, disableLogs bool
@@ -32,6 +33,8 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&v.maxLogprobs, "max-logprobs", v.maxLogprobs, "most logprobs, top_logprobs or prompt_logprobs a request may ask (400 beyond)")
 	fs.StringVar(&v.generationConfig, "generation-config", genConfigAuto,
 		"sampling defaults: auto (the GGUF file's general.sampling.*), vllm (vLLM's), or a folder with generation_config.json")
+	fs.Var(&v.overrideGeneration, "override-generation-config",
+		`JSON object over the generation config, e.g. {"temperature": 0.5, "max_new_tokens": 256}`)
 	fs.BoolVar(&v.enableLogRequests, "enable-log-requests", false, "log one line per request: id, prompt tokens, sampling parameters")
 	fs.BoolVar(&v.disableLogs, "disable-log-requests", false, "do not log requests (the default)")
 	v.logLevel = levelInfo
@@ -75,13 +78,15 @@ func (v *vllmServeFlags) apply(opts *server.Options) error {
 	opts.CORS = &server.CORS{AllowedOrigins: v.origins, AllowedMethods: v.methods, AllowedHeaders: v.headers,
 		AllowCredentials: v.allowCredentials}
 	switch v.generationConfig {
-	case genConfigAuto, genConfigVLLM:
+	case genConfigAuto: // serve reads the model file, then merges the override
+	case genConfigVLLM:
+		opts.Generation = v.overrideGeneration.merge(server.GenerationDefaults{})
 	default:
 		g, err := readGenerationConfig(v.generationConfig)
 		if err != nil {
 			return err
 		}
-		opts.Generation = g
+		opts.Generation = v.overrideGeneration.merge(g)
 	}
 	return nil
 }

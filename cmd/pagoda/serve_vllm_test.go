@@ -71,6 +71,16 @@ func TestServeVLLMFlags(t *testing.T) {
 			g := r.opts.Generation
 			return *g.Temperature == 0.6 && *g.TopP == 0.9 && *g.TopK == 20 && *g.MaxTokens == 64 && g.MinP == nil
 		}},
+		{name: "override generation config", args: []string{"--generation-config", genDir, "--override-generation-config", `{"temperature": 0.1, "min_p": 0.05}`},
+			check: func(r result) bool {
+				g := r.opts.Generation
+				return *g.Temperature == 0.1 && *g.MinP == 0.05 && *g.TopK == 20 && strings.HasSuffix(g.Source, "and --override-generation-config")
+			}},
+		{name: "override with vllm defaults", args: []string{"--generation-config", "vllm", "--override-generation-config", `{"max_new_tokens": 8}`},
+			check: func(r result) bool { g := r.opts.Generation; return *g.MaxTokens == 8 && g.Temperature == nil }},
+		{name: "override bad key", args: []string{"--override-generation-config", `{"temprature": 0.1}`},
+			wantErr: "temprature: want numbers for temperature, top_p, top_k, min_p, repetition_penalty, max_new_tokens"},
+		{name: "override out of range", args: []string{"--override-generation-config", `{"top_p": 3}`}, wantErr: "top_p"},
 		{name: "generation config missing", args: []string{"--generation-config", t.TempDir()},
 			wantErr: `--generation-config: want "auto", "vllm" or a folder with generation_config.json`},
 		{name: "served names", args: []string{"m.gguf", "--served-model-name", "a", "b", "c", "--port", "9"},
