@@ -56,7 +56,7 @@ type Options struct {
 	StatsInterval time.Duration
 	// Logger receives the stats line and server errors; nil discards them.
 	Logger *log.Logger
-	// CORS is the cross-origin policy; the zero value means DefaultCORS.
+	// CORS is the cross-origin policy; nil means DefaultCORS.
 	CORS *CORS
 	// LogRequests logs one line per engine request (id, prompt tokens,
 	// sampling parameters): vLLM's --enable-log-requests.
