@@ -361,7 +361,7 @@ type Stats struct {
 	NumBlocks, NumHostBlocks  int
 	Prefix                    kvcache.Stats
 	Preemptions, SwapOuts     int64
-	PromptTokens              int64 // prompt tokens computed (not served from cache)
+	PromptTokens              int64 // prompt tokens of the requests that produced a first token (cached ones included)
 	GenerationTokens          int64
 	Steps                     int64
 	LastStep                  time.Time

@@ -20,7 +20,6 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 	var touched []*request
 	for i, sq := range out.Seqs {
 		r := sq.Group.Data.(*request)
-		e.stats.PromptTokens += int64(max(0, min(sq.Start+sq.NumTokens, sq.Seq.NumPromptTokens)-sq.Start))
 		rw := rows[i]
 		if r.group.AllLogits && rw.Count > 0 {
 			e.promptLogprobs(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
@@ -44,6 +43,7 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 	for _, r := range touched {
 		if r.metrics.FirstToken.IsZero() {
 			r.metrics.FirstToken = now
+			e.stats.PromptTokens += int64(len(r.prompt)) // as vLLM counts: the whole prompt, cached or not, once
 		}
 		r.metrics.LastToken = now
 		if r.beam != nil {

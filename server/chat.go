@@ -25,7 +25,7 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
 	}
-	p, aerr := req.samplingParams(maxTokens, 0) // 0: up to the model length
+	p, aerr := req.samplingParams(b.defaults, maxTokens, 0) // 0: up to the model length
 	if aerr != nil {
 		return aerr
 	}
@@ -36,7 +36,7 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	id := newID("chatcmpl-")
+	id := "chatcmpl-" + baseID(r)
 	ts, aerr := b.submit(id, []promptInput{prompt}, p, req.Priority)
 	if aerr != nil {
 		return aerr

@@ -22,6 +22,9 @@ type tracker struct {
 	err       error
 	lastToken time.Time // LastToken of the previous delta with tokens
 	m         *metrics
+	n         int  // the n parameter
+	maxTokens int  // max_tokens as the engine applies it
+	released  bool // id released (abort)
 }
 
 // add merges delta d and observes inter-token latency; when d is final it
@@ -42,7 +45,7 @@ func (t *tracker) add(d engine.RequestOutput) {
 	}
 	if lt := d.Metrics.LastToken; len(d.Outputs) > 0 && !lt.IsZero() {
 		if !t.lastToken.IsZero() && lt.After(t.lastToken) {
-			t.m.itl.Observe(lt.Sub(t.lastToken).Seconds())
+			t.m.observeTokenInterval(lt.Sub(t.lastToken))
 		}
 		t.lastToken = lt
 	}
@@ -57,7 +60,8 @@ func (t *tracker) finish(d engine.RequestOutput) {
 	if d.Err == nil && len(t.outs) > 0 && t.outs[0].FinishReason != "" {
 		reason = t.outs[0].FinishReason
 	}
-	t.m.observeFinished(reason, d.Metrics, len(t.prompt), t.completionTokens())
+	t.m.observeFinished(finishedRequest{id: t.id, reason: reason, m: d.Metrics, promptTokens: len(t.prompt),
+		genTokens: t.completionTokens(), n: t.n, maxTokens: t.maxTokens})
 }
 
 // completionTokens counts the generated tokens of every returned output.

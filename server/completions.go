@@ -24,7 +24,7 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 	if req.Suffix != "" {
 		return badRequest("suffix", "suffix is not supported")
 	}
-	p, aerr := req.samplingParams(req.MaxTokens, completionsDefaultMaxTokens)
+	p, aerr := req.samplingParams(b.defaults, req.MaxTokens, completionsDefaultMaxTokens)
 	if aerr != nil {
 		return aerr
 	}
@@ -38,7 +38,7 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	id := newID("cmpl-")
+	id := "cmpl-" + baseID(r)
 	ts, aerr := b.submit(id, prompts, p, req.Priority)
 	if aerr != nil {
 		return aerr

@@ -169,7 +169,7 @@ func tail(b []byte) string {
 
 // Health, version, models, tokenize and detokenize.
 func TestInfoEndpoints(t *testing.T) {
-	ts := newTestServer(t, nil, Options{Version: "1.2.3", ServedModelName: "tiny"})
+	ts := newTestServer(t, nil, Options{Version: "1.2.3", ServedModelNames: []string{"tiny"}})
 	resp := do(t, context.Background(), "GET", ts.url+"/health", nil)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

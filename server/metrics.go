@@ -2,6 +2,8 @@ package server
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,12 +18,15 @@ import (
 // engine.Stats at scrape time; the request histograms are observed by the
 // handlers; iteration tokens by the stats loop.
 type metrics struct {
-	ttft, itl, e2e, queue prometheus.Observer
-	promptToks, genToks   prometheus.Observer
-	iterToks              prometheus.Observer
-	success               *prometheus.CounterVec // finished_reason
-	finishReasons         []string
-	modelName             string
+	ttft, e2e, queue           prometheus.Histogram // observed with an exemplar
+	prefill, decode, inference prometheus.Histogram // observed with an exemplar
+	itl, tpot                  prometheus.Observer  // once per token interval
+	promptToks, genToks        prometheus.Observer
+	paramsN, paramsMaxTokens   prometheus.Observer
+	iterToks                   prometheus.Observer
+	success                    *prometheus.CounterVec // finished_reason
+	finishReasons              []string
+	modelName                  string
 }
 
 // vLLM's bucket boundaries.
@@ -32,6 +37,7 @@ var (
 		2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
 	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
 		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	nBuckets = []float64{1, 2, 5, 10, 20}
 )
 
 // buckets125 is vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... ≤ max.
@@ -69,10 +75,20 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 	m := &metrics{modelName: modelName, finishReasons: []string{engine.FinishStop, engine.FinishLength, engine.FinishAbort}}
 	m.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
 	m.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
+	m.tpot = hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", itlBuckets)
 	m.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", latencyBuckets)
 	m.queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", latencyBuckets)
+	m.inference = hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
+		latencyBuckets)
+	m.prefill = hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+		latencyBuckets)
+	m.decode = hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+		latencyBuckets)
 	m.promptToks = hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", buckets125(cfg.MaxModelLen))
 	m.genToks = hist("vllm:request_generation_tokens", "Number of generation tokens processed.", buckets125(cfg.MaxModelLen))
+	m.paramsN = hist("vllm:request_params_n", "Histogram of the n request parameter.", nBuckets)
+	m.paramsMaxTokens = hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
+		buckets125(cfg.MaxModelLen))
 	m.iterToks = hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
 		iterationBuckets(cfg.MaxNumBatchedTokens))
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
@@ -135,20 +151,79 @@ func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, modelName 
 	reg.MustRegister(g)
 }
 
+// finishedRequest is what observeFinished records of a request.
+type finishedRequest struct {
+	id                      string // the exemplar's request_id
+	reason                  string
+	m                       engine.Metrics
+	promptTokens, genTokens int
+	n, maxTokens            int
+}
+
 // observeFinished records a finished request: its finish reason and, unless
-// it was aborted, its latencies and token counts.
-func (m *metrics) observeFinished(reason string, em engine.Metrics, promptTokens, genTokens int) {
-	m.success.WithLabelValues(reason).Inc()
-	if reason == engine.FinishAbort {
+// it was aborted, its latencies, token counts and parameters, as vLLM's
+// PrometheusStatLogger does. The phases: queue = first scheduled − arrival,
+// prefill = first token − first scheduled, decode = last token − first
+// token, inference = last token − first scheduled (preemptions included).
+// The latency histograms carry the request id as an exemplar.
+func (m *metrics) observeFinished(f finishedRequest) {
+	m.success.WithLabelValues(f.reason).Inc()
+	if f.reason == engine.FinishAbort {
 		return
 	}
-	if !em.FirstToken.IsZero() {
-		m.ttft.Observe(em.FirstToken.Sub(em.Arrival).Seconds())
-	}
+	ex := exemplar(f.id)
+	em := f.m
 	if !em.FirstScheduled.IsZero() {
-		m.queue.Observe(em.FirstScheduled.Sub(em.Arrival).Seconds())
+		observe(m.queue, em.FirstScheduled.Sub(em.Arrival), ex)
 	}
-	m.e2e.Observe(em.Finished.Sub(em.Arrival).Seconds())
-	m.promptToks.Observe(float64(promptTokens))
-	m.genToks.Observe(float64(genTokens))
+	if !em.FirstToken.IsZero() {
+		observe(m.ttft, em.FirstToken.Sub(em.Arrival), ex)
+		if !em.FirstScheduled.IsZero() {
+			observe(m.prefill, em.FirstToken.Sub(em.FirstScheduled), ex)
+			observe(m.inference, em.LastToken.Sub(em.FirstScheduled), ex)
+		}
+		observe(m.decode, em.LastToken.Sub(em.FirstToken), ex)
+	}
+	observe(m.e2e, em.Finished.Sub(em.Arrival), ex)
+	m.promptToks.Observe(float64(f.promptTokens))
+	m.genToks.Observe(float64(f.genTokens))
+	m.paramsN.Observe(float64(f.n))
+	if f.maxTokens > 0 {
+		m.paramsMaxTokens.Observe(float64(f.maxTokens))
+	}
+}
+
+// observeTokenInterval records the time between two output deltas of a
+// request: vllm:inter_token_latency_seconds and its older name
+// vllm:time_per_output_token_seconds, which vLLM observes the same way.
+func (m *metrics) observeTokenInterval(d time.Duration) {
+	m.itl.Observe(d.Seconds())
+	m.tpot.Observe(d.Seconds())
+}
+
+// maxExemplarRunes is OpenMetrics' bound on an exemplar's label names and
+// values together.
+const maxExemplarRunes = prometheus.ExemplarMaxRunes
+
+// exemplar is the label set {request_id: id}, cut to fit OpenMetrics'
+// bound; nil when id is empty.
+func exemplar(id string) prometheus.Labels {
+	const name = "request_id"
+	id = strings.ToValidUTF8(id, "")
+	if id == "" {
+		return nil
+	}
+	if r := []rune(id); len(r)+len(name) > maxExemplarRunes {
+		id = string(r[:maxExemplarRunes-len(name)])
+	}
+	return prometheus.Labels{name: id}
+}
+
+// observe records d in h, with the exemplar ex when there is one.
+func observe(h prometheus.Histogram, d time.Duration, ex prometheus.Labels) {
+	if eo, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
+		eo.ObserveWithExemplar(d.Seconds(), ex)
+		return
+	}
+	h.Observe(d.Seconds())
 }

@@ -32,6 +32,13 @@ var vllmMetrics = map[string]dto.MetricType{
 	"vllm:request_generation_tokens":   dto.MetricType_HISTOGRAM,
 	"vllm:iteration_tokens_total":      dto.MetricType_HISTOGRAM,
 	"vllm:cache_config_info":           dto.MetricType_GAUGE,
+
+	"vllm:request_prefill_time_seconds":   dto.MetricType_HISTOGRAM,
+	"vllm:request_decode_time_seconds":    dto.MetricType_HISTOGRAM,
+	"vllm:request_inference_time_seconds": dto.MetricType_HISTOGRAM,
+	"vllm:request_params_n":               dto.MetricType_HISTOGRAM,
+	"vllm:request_params_max_tokens":      dto.MetricType_HISTOGRAM,
+	"vllm:time_per_output_token_seconds":  dto.MetricType_HISTOGRAM,
 }
 
 // After a known workload every vLLM family is exposed with model_name, and
@@ -41,8 +48,11 @@ func TestMetricsValues(t *testing.T) {
 	const requests, tokens = 3, 10
 	prompt := strings.Repeat("Once upon a time there was a little girl. ", 4) // 2+ full blocks: cached
 	body := map[string]any{"prompt": prompt, "max_tokens": tokens, "ignore_eos": true}
+	promptLen := 0
 	for range requests {
-		postOK(t, ts.url+"/v1/completions", body, &completionResponse{})
+		var resp completionResponse
+		postOK(t, ts.url+"/v1/completions", body, &resp)
+		promptLen = resp.Usage.PromptTokens
 	}
 	st := settle(t, ts) // one more request of 1 token, straight to the engine
 	fams, err := ts.s.Registry().Gather()
@@ -59,10 +69,18 @@ func TestMetricsValues(t *testing.T) {
 			t.Fatalf("family %s missing, of the wrong type, or without model_name: %v", name, f)
 		}
 	}
-	// Every step's computed tokens: the prompt tokens and every generated
-	// token but each request's last, which is sampled, never computed.
-	if got, lo := metricValue(t, ts, `vllm:iteration_tokens_total_sum{model_name="stories260K"}`), float64(st.PromptTokens); got < lo || got > lo+float64(st.GenerationTokens) {
-		t.Errorf("iteration tokens sum %v, want in [%v, %v]", got, lo, lo+float64(st.GenerationTokens))
+	// vllm:prompt_tokens_total counts as vLLM does: every prompt token of
+	// each request, those served from the prefix cache included (the
+	// probe of settle has one).
+	if want := int64(requests*promptLen + 1); st.PromptTokens != want {
+		t.Errorf("engine prompt tokens %d, want %d (%d requests × %d + 1)", st.PromptTokens, want, requests, promptLen)
+	}
+	// Every step's computed tokens: the prompt tokens not served from the
+	// cache and every generated token but each request's last, which is
+	// sampled, never computed.
+	computed := float64(st.PromptTokens - st.Prefix.HitTokens)
+	if got := metricValue(t, ts, `vllm:iteration_tokens_total_sum{model_name="stories260K"}`); got < computed || got > computed+float64(st.GenerationTokens) {
+		t.Errorf("iteration tokens sum %v, want in [%v, %v]", got, computed, computed+float64(st.GenerationTokens))
 	}
 	for _, tc := range []struct {
 		series string
@@ -74,6 +92,14 @@ func TestMetricsValues(t *testing.T) {
 		{`vllm:time_to_first_token_seconds_count{model_name="stories260K"}`, requests},
 		{`vllm:e2e_request_latency_seconds_count{model_name="stories260K"}`, requests},
 		{`vllm:inter_token_latency_seconds_count{model_name="stories260K"}`, requests * (tokens - 1)},
+		{`vllm:time_per_output_token_seconds_count{model_name="stories260K"}`, requests * (tokens - 1)},
+		{`vllm:request_prefill_time_seconds_count{model_name="stories260K"}`, requests},
+		{`vllm:request_decode_time_seconds_count{model_name="stories260K"}`, requests},
+		{`vllm:request_inference_time_seconds_count{model_name="stories260K"}`, requests},
+		{`vllm:request_params_n_sum{model_name="stories260K"}`, requests},
+		{`vllm:request_params_n_count{model_name="stories260K"}`, requests},
+		{`vllm:request_params_max_tokens_sum{model_name="stories260K"}`, requests * tokens},
+		{`vllm:request_params_max_tokens_count{model_name="stories260K"}`, requests},
 		{`vllm:generation_tokens_total{model_name="stories260K"}`, float64(st.GenerationTokens)},
 		{`vllm:prompt_tokens_total{model_name="stories260K"}`, float64(st.PromptTokens)},
 		{`vllm:iteration_tokens_total_count{model_name="stories260K"}`, float64(st.Steps)},

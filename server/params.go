@@ -8,12 +8,13 @@ import (
 )
 
 // samplingParams maps the request fields onto engine.SamplingParams, starting
-// from vLLM's defaults (temperature 1, top_p 1, n 1). maxTokens is the
+// from base: vLLM's defaults (temperature 1, top_p 1, n 1), or the server's
+// --generation-config defaults over them. maxTokens is the
 // max_tokens to use when the request has none (0 = up to the model length).
 // Ranges are checked by SamplingParams.Validate; this only rejects what the
 // engine cannot represent.
-func (f *samplingFields) samplingParams(maxTokens *int, defaultMax int) (engine.SamplingParams, *apiError) {
-	p := engine.DefaultSamplingParams()
+func (f *samplingFields) samplingParams(base engine.SamplingParams, maxTokens *int, defaultMax int) (engine.SamplingParams, *apiError) {
+	p := base
 	if f.UseBeamSearch {
 		p.Temperature = 0 // beam search is deterministic; an explicit temperature is still checked
 	}

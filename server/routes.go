@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,18 +32,19 @@ func (s *Server) routes() http.Handler {
 	route("POST", "/v1/completions", (*backend).completions, false)
 	route("POST", "/v1/chat/completions", (*backend).chat, false)
 	route("GET", "/v1/models", (*backend).models, false)
+	route("GET", "/v1/models/{id...}", (*backend).model, false)
 	route("POST", "/tokenize", (*backend).tokenize, false)
 	route("POST", "/detokenize", (*backend).detokenize, false)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": s.opts.Version})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: "no route " + r.Method + " " + r.URL.Path})
 	})
-	return mux
+	return s.middleware(mux)
 }
 
 // health answers 200 when ready, 503 while loading or shutting down.
@@ -85,7 +87,7 @@ func (s *Server) wrap(h handlerFunc, open bool) http.Handler {
 		if err := h(b, w, r.WithContext(ctx)); err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) || ae.Status == http.StatusInternalServerError {
-				s.opts.Logger.Printf("ERROR %s %s: %v", r.Method, r.URL.Path, err)
+				s.opts.Logger.Printf("ERROR %s %s request_id=%s: %v", r.Method, r.URL.Path, requestIDFrom(r.Context()), err)
 			}
 			writeError(w, err)
 		}
@@ -147,11 +149,12 @@ func tooLarge(limit int64) *apiError {
 		Message: "request body exceeds " + formatBytes(limit)}
 }
 
-// checkModel accepts the served name; "" is allowed, as vLLM does.
+// checkModel accepts any served name; "" is allowed, as vLLM does.
 func (b *backend) checkModel(name string) *apiError {
-	if name == "" || name == b.name {
+	if name == "" || slices.Contains(b.names, name) {
 		return nil
 	}
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-		Code: "model_not_found", Message: "the model `" + name + "` does not exist; this server serves `" + b.name + "`"}
+		Code: "model_not_found", Message: "the model `" + name + "` does not exist; this server serves `" +
+			strings.Join(b.names, "`, `") + "`"}
 }

@@ -29,14 +29,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"pagoda/engine"
+	"pagoda/sample"
 	"pagoda/tokenizer"
 )
 
 // Options configure a Server.
 type Options struct {
-	// ServedModelName is the model name clients use; "" means the GGUF
+	// ServedModelNames are the model names clients may use (vLLM's
+	// --served-model-name a b c): every one answers, /v1/models lists them
+	// all, and responses and metrics carry the first. Empty means the GGUF
 	// file's base name without ".gguf".
-	ServedModelName string
+	ServedModelNames []string
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on every
 	// endpoint except /health, /version and /metrics.
 	APIKey string
@@ -54,6 +57,24 @@ type Options struct {
 	StatsInterval time.Duration
 	// Logger receives the stats line and server errors; nil discards them.
 	Logger *log.Logger
+	// CORS is the cross-origin policy; nil means DefaultCORS.
+	CORS *CORS
+	// LogRequests logs one line per engine request (id, prompt tokens,
+	// sampling parameters): vLLM's --enable-log-requests.
+	LogRequests bool
+	// LogAccess logs one DEBUG line per HTTP request.
+	LogAccess bool
+	// MaxLogprobs bounds logprobs, top_logprobs and prompt_logprobs per
+	// request (400 beyond), at most sample.MaxLogprobs; nil means
+	// sample.MaxLogprobs. vLLM's --max-logprobs.
+	MaxLogprobs *int
+	// Seed, when set, gives requests without a seed one derived from it and
+	// from the request's arrival order, so that a server restarted with the
+	// same --seed and sent the same requests in the same order samples the
+	// same tokens. nil leaves such requests unseeded (random).
+	Seed *int64
+	// Generation holds the sampling defaults of --generation-config.
+	Generation GenerationDefaults
 	// ReadHeaderTimeout bounds the wait for a request's headers (Serve);
 	// 0 means 10 s.
 	ReadHeaderTimeout time.Duration
@@ -89,12 +110,21 @@ type backend struct {
 	tok              *tokenizer.Tokenizer
 	template         *tokenizer.Template // nil: the model has none
 	bosText, eosText string
-	name             string
+	name             string   // the first served name: responses and metrics
+	names            []string // every served name
 	created          int64
 	m                *metrics
 	maxBody          int64
 	bodyTimeout      time.Duration
 	maxQueue         int
+	live             sync.Map // engine request ids in use (claimID)
+	defaults         engine.SamplingParams
+	gen              GenerationDefaults
+	maxLogprobs      int
+	seed             *int64
+	seedCount        atomic.Uint64
+	logRequests      bool
+	log              *log.Logger
 }
 
 // New returns a server that is not ready yet: generation endpoints and
@@ -131,9 +161,11 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 	if src == "" {
 		src = tok.ChatTemplate()
 	}
-	b := &backend{e: e, tok: tok, name: s.opts.ServedModelName, created: time.Now().Unix(),
+	b := &backend{e: e, tok: tok, names: s.opts.ServedModelNames, created: time.Now().Unix(),
 		maxBody: s.opts.MaxBodyBytes, bodyTimeout: s.opts.BodyTimeout, maxQueue: s.opts.MaxQueue,
-		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS())}
+		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS()),
+		gen: s.opts.Generation, defaults: s.opts.Generation.Apply(engine.DefaultSamplingParams()),
+		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger}
 	if src != "" {
 		t, err := tokenizer.CompileTemplate(src)
 		if err != nil {
@@ -141,8 +173,12 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		}
 		b.template = t
 	}
-	if b.name == "" {
-		b.name = ModelName(e.Config().Model)
+	if len(b.names) == 0 {
+		b.names = []string{ModelName(e.Config().Model)}
+	}
+	b.name = b.names[0]
+	if ml := s.opts.MaxLogprobs; ml != nil && *ml >= 0 && *ml < sample.MaxLogprobs {
+		b.maxLogprobs = *ml
 	}
 	b.m = newMetrics(s.reg, e, b.name)
 	iter := b.m.iterToks
@@ -168,6 +204,16 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 // name without ".gguf".
 func ModelName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".gguf")
+}
+
+// middleware wraps the routes: the CORS policy outermost (a preflight is
+// answered before authentication), then the request id.
+func (s *Server) middleware(h http.Handler) http.Handler {
+	c := DefaultCORS()
+	if s.opts.CORS != nil {
+		c = *s.opts.CORS
+	}
+	return newCORS(c).wrap(s.withRequestID(h))
 }
 
 // Handler returns the HTTP handler (for tests and custom servers).

@@ -12,6 +12,9 @@ import (
 // prompt × max(n, best_of)): a request that could never fit gets a 400, one
 // that does not fit now a 503. On error it aborts the requests already added.
 func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingParams, priority int) ([]*tracker, *apiError) {
+	if aerr := b.prepare(&p); aerr != nil {
+		return nil, aerr
+	}
 	if aerr := validate(&p, b.e.ModelConfig().VocabSize); aerr != nil {
 		return nil, aerr
 	}
@@ -24,8 +27,10 @@ func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingPara
 		if len(prompts) > 1 {
 			rid = fmt.Sprintf("%s-%d", id, i)
 		}
+		rid = b.claimID(rid)
 		s, err := b.e.AddRequest(engine.Request{ID: rid, PromptTokens: pr.ids, Params: p, Priority: priority})
 		if err != nil {
+			b.releaseID(rid)
 			b.abort(ts)
 			ae := engineError(err)
 			if len(prompts) > 1 {
@@ -33,7 +38,9 @@ func (b *backend) submit(id string, prompts []promptInput, p engine.SamplingPara
 			}
 			return nil, ae
 		}
-		ts = append(ts, &tracker{id: rid, stream: s, prompt: pr.ids, m: b.m})
+		b.logRequest(rid, pr.ids, p)
+		ts = append(ts, &tracker{id: rid, stream: s, prompt: pr.ids, m: b.m, n: p.N,
+			maxTokens: b.resolvedMaxTokens(p, len(pr.ids))})
 	}
 	return ts, nil
 }
@@ -58,13 +65,17 @@ func (b *backend) admit(seqs int) *apiError {
 
 // abort aborts the requests of ts that have not finished (the client left,
 // the server is stopping, or the response failed); the engine frees their
-// blocks at its next step.
+// blocks at its next step. It releases every request's id.
 func (b *backend) abort(ts []*tracker) {
 	for _, t := range ts {
 		if !t.finished {
 			b.e.Abort(t.id)
 			t.finished = true
 			b.m.success.WithLabelValues(engine.FinishAbort).Inc()
+		}
+		if !t.released {
+			b.releaseID(t.id)
+			t.released = true
 		}
 	}
 }

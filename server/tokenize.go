@@ -2,13 +2,35 @@ package server
 
 import (
 	"net/http"
+	"slices"
 )
 
-// models serves GET /v1/models: the one served model.
+// models serves GET /v1/models: one card per served name, as vLLM lists
+// every --served-model-name.
 func (b *backend) models(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{{ID: b.name, Object: "model",
-		Created: b.created, OwnedBy: "pagoda", Root: b.e.Config().Model, MaxModelLen: b.e.Config().MaxModelLen}}})
+	list := modelList{Object: "list"}
+	for _, name := range b.names {
+		list.Data = append(list.Data, b.card(name))
+	}
+	writeJSON(w, http.StatusOK, list)
 	return nil
+}
+
+// model serves GET /v1/models/{id}: the card of a served name, else 404 in
+// OpenAI's error format.
+func (b *backend) model(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if !slices.Contains(b.names, id) {
+		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model",
+			Code: "model_not_found", Message: "the model `" + id + "` does not exist"}
+	}
+	writeJSON(w, http.StatusOK, b.card(id))
+	return nil
+}
+
+func (b *backend) card(name string) modelCard {
+	return modelCard{ID: name, Object: "model", Created: b.created, OwnedBy: "pagoda", Root: b.e.Config().Model,
+		MaxModelLen: b.e.Config().MaxModelLen}
 }
 
 // tokenizeRequest is vLLM's POST /tokenize: a prompt, or chat messages

@@ -27,7 +27,8 @@ import (
 // one. Each can also be set by the environment variable PAGODA_<NAME>
 // (server.EnvName); the command line wins.
 type serveFlags struct {
-	model, host, servedName, apiKey   string
+	model, host, apiKey               string
+	servedNames                       nameList
 	port, maxModelLen, maxNumSeqs     int
 	maxBatched, blockSize, threads    int
 	maxQueue, numBlocksOverride       int
@@ -39,6 +40,8 @@ type serveFlags struct {
 	enforceEager                      bool
 	noRepack                          bool
 	bucketing                         bucket.Options
+	vllm                              vllmServeFlags
+	notes                             []string // the no-op vLLM flags given, logged at startup
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -46,7 +49,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "GGUF model file (or the positional MODEL; default: the default model)")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
-	fs.StringVar(&f.servedName, "served-model-name", "", "model name in the API (default: the file name without .gguf)")
+	fs.Var(&f.servedNames, "served-model-name", "model names in the API, e.g. --served-model-name a b: all answer, "+
+		"responses and metrics carry the first (default: the file name without .gguf)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "context length per sequence (0 = the model's)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", d.MaxNumSeqs, "sequences running at once")
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", d.MaxNumBatchedTokens, "tokens computed per step")
@@ -73,6 +77,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic instead of its repacked one (llama.cpp's --no-repack)")
 	f.bucketing = d.Bucketing
 	f.bucketing.RegisterFlags(fs)
+	f.vllm.register(fs)
 }
 
 // secondsFlag is a duration written as Go ("30s", "2m") or in seconds ("30").
@@ -95,39 +100,9 @@ func (s *secondsFlag) Set(v string) error {
 
 // runServe implements `pagoda serve [MODEL] [flags]`.
 func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr)
-	var f serveFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: pagoda serve [MODEL] [flags]\n\n"+
-			"Serves MODEL (a GGUF file, or a reference: %s, org/repo[:QUANT], org/repo/file.gguf;\n"+
-			"default %[1]s, see pagoda pull -h) over the OpenAI-compatible API.\n"+
-			"Every flag can also be set by an environment variable PAGODA_<FLAG>, e.g. PAGODA_PORT=8080\n"+
-			"or PAGODA_MAX_NUM_SEQS=16; the command line wins.\n\n", defaultModelRef)
-		fs.PrintDefaults()
-	}
-	if err := server.ApplyEnv(fs, os.LookupEnv); err != nil {
-		return usageError{err}
-	}
-	positional := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		positional, args = args[0], args[1:]
-	}
-	if err := parseFlags(fs, args); err != nil {
+	f, err := parseServe(args, os.LookupEnv, stderr)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 && positional == "" && fs.NArg() == 1 {
-		positional = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
-	switch {
-	case positional != "" && f.model != "" && positional != f.model:
-		return usageError{fmt.Errorf("two models given: %s and --model %s", positional, f.model)}
-	case positional != "":
-		f.model = positional
-	case f.model == "":
-		f.model = defaultModelRef
 	}
 	cfg, opts, err := f.config()
 	if err != nil {
@@ -137,6 +112,60 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return serve(f, cfg, opts, stderr)
+}
+
+// parseServe reads serve's flags from the environment (PAGODA_<FLAG>) and
+// args, the command line winning. Errors are one line (usageError), never a
+// usage dump; -h/--help prints the usage on stderr and returns flag.ErrHelp.
+func parseServe(args []string, lookup func(string) (string, bool), stderr io.Writer) (serveFlags, error) {
+	fs := newFlagSet("serve", stderr)
+	var f serveFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: pagoda serve [MODEL] [flags]\n\n"+
+			"Serves MODEL (a GGUF file, or a reference: %s, org/repo[:QUANT], org/repo/file.gguf;\n"+
+			"default %[1]s, see pagoda pull -h) over the OpenAI-compatible API.\n"+
+			"Every flag can also be set by an environment variable PAGODA_<FLAG>, e.g. PAGODA_PORT=8080\n"+
+			"or PAGODA_MAX_NUM_SEQS=16; the command line wins. Flags of `vllm serve` that do not apply\n"+
+			"are accepted with a note or refused with the reason (see the README).\n\n", defaultModelRef)
+		fs.PrintDefaults()
+	}
+	if err := server.ApplyEnv(fs, lookup); err != nil {
+		return f, usageError{err}
+	}
+	positional := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		positional, args = args[0], args[1:]
+	}
+	norm, err := normalizeServeArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return f, err
+	} else if err != nil {
+		return f, usageError{err}
+	}
+	fs.SetOutput(io.Discard) // errors are returned as one line, without the usage
+	if err := parseFlags(fs, norm.args); err != nil {
+		return f, err
+	}
+	if len(norm.servedNames) > 0 {
+		f.servedNames = norm.servedNames
+	}
+	f.notes = norm.notes
+	if fs.NArg() > 0 && positional == "" && fs.NArg() == 1 {
+		positional = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return f, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	switch {
+	case positional != "" && f.model != "" && positional != f.model:
+		return f, usageError{fmt.Errorf("two models given: %s and --model %s", positional, f.model)}
+	case positional != "":
+		f.model = positional
+	case f.model == "":
+		f.model = defaultModelRef
+	}
+	return f, nil
 }
 
 // config maps the flags onto the engine and server configurations.
@@ -164,12 +193,15 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	if f.maxQueue < 0 {
 		return cfg, server.Options{}, fmt.Errorf("--max-queue must be ≥ 0, got %d", f.maxQueue)
 	}
-	opts := server.Options{ServedModelName: f.servedName, APIKey: f.apiKey, MaxQueue: f.maxQueue,
+	opts := server.Options{ServedModelNames: f.servedNames, APIKey: f.apiKey, MaxQueue: f.maxQueue,
 		MaxBodyBytes: int64(f.maxBody), Version: version}
 	if !f.disableLogStats {
 		opts.StatsInterval = 5 * time.Second
 	}
 	if opts.ChatTemplate, err = readTemplate(f.chatTemplate); err != nil {
+		return cfg, opts, err
+	}
+	if err := f.vllm.apply(&opts); err != nil {
 		return cfg, opts, err
 	}
 	return cfg, opts, nil
@@ -194,8 +226,25 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 	if _, err := os.Stat(cfg.Model); err != nil {
 		return fmt.Errorf("model file: %w (run `make model` for the default model)", err)
 	}
-	logger := log.New(stderr, "", log.LstdFlags)
+	if f.vllm.generationConfig == genConfigAuto {
+		g, err := ggufGenerationDefaults(cfg.Model)
+		if err != nil {
+			return err
+		}
+		opts.Generation = f.vllm.overrideGeneration.merge(g)
+	}
+	logger := log.New(levelFilter{w: stderr, min: f.vllm.logLevel}, "", log.LstdFlags)
 	opts.Logger = logger
+	for _, n := range f.notes {
+		logger.Printf("INFO %s", n)
+	}
+	if g := opts.Generation; !g.IsZero() {
+		logger.Printf("INFO default sampling parameters from %s: %s (--generation-config vllm ignores them)", g.Source, g)
+	}
+	progress := stderr
+	if f.vllm.logLevel > levelInfo {
+		progress = io.Discard
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return err
@@ -205,7 +254,7 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 	go func() { served <- srv.Serve(ln) }()
 	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	e, err := loadEngine(sig, cfg, stderr)
+	e, err := loadEngine(sig, cfg, progress)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		if errors.Is(err, context.Canceled) {
@@ -330,11 +379,16 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 	cfg, mc := e.Config(), e.ModelConfig()
 	dev, host := e.NumBlocks()
 	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads, mc.HeadDim, cfg.KVCacheType)
-	name := opts.ServedModelName
-	if name == "" {
-		name = server.ModelName(cfg.Model)
+	names := opts.ServedModelNames
+	if len(names) == 0 {
+		names = []string{server.ModelName(cfg.Model)}
 	}
-	return fmt.Sprintf("INFO pagoda %s serving %q (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	name := strings.Join(quoted, ", ")
+	return fmt.Sprintf("INFO pagoda %s serving %s (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
 		"(%.1f MiB %s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
 		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
 		cfg.KVCacheType, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
