@@ -32,7 +32,7 @@ func FromJSONSchema(schema []byte, strict bool) (*Grammar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grammar: JSON schema is not valid JSON: %w", err)
 	}
-	c := &schemaConv{root: root, strict: strict, names: map[string]bool{"root": true}, refs: map[string]string{}}
+	c := &schemaConv{root: root, strict: strict, names: map[string]bool{}, refs: map[string]string{}}
 	for _, r := range jsonPrimitives() {
 		c.names[r.name] = true
 	}
@@ -40,7 +40,13 @@ func FromJSONSchema(schema []byte, strict bool) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := append([]rule{ruleOf("root", body)}, c.rules...)
+	rules := c.rules
+	if body.kind != nRef || body.s != "root" { // the root schema made no rule named root
+		if c.names["root"] {
+			return nil, fmt.Errorf("grammar: JSON schema: internal error: rule root taken")
+		}
+		rules = append([]rule{ruleOf("root", body)}, rules...)
+	}
 	return newGrammar(append(rules, jsonPrimitives()...))
 }
 

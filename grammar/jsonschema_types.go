@@ -64,19 +64,19 @@ func (c *schemaConv) object(s *jvalue, name, path string) (*node, error) {
 	}
 	ts := make([]*node, len(keys)+1)
 	ts[len(keys)] = tail
-	for i := len(keys) - 1; i >= 0; i-- {
+	for i := len(keys) - 1; i >= 1; i-- {
 		kv := seq(comma, kvs[i])
 		if !required[keys[i]] {
 			kv = opt(kv)
 		}
-		ts[i] = c.newRule(fmt.Sprintf("%s-t%d", name, i), seq(kv, ts[i+1]))
+		ts[i] = c.newRule(fmt.Sprintf("%s-t%d", name, i), cat(kv, ts[i+1]))
 	}
 	var members *node = empty()
 	if extra != nil {
 		members = opt(seq(extra, tail))
 	}
 	for i := len(keys) - 1; i >= 0; i-- {
-		first := seq(kvs[i], ts[i+1])
+		first := cat(kvs[i], ts[i+1])
 		if required[keys[i]] {
 			members = first
 		} else {
@@ -84,6 +84,14 @@ func (c *schemaConv) object(s *jvalue, name, path string) (*node, error) {
 		}
 	}
 	return c.newRule(name, seq(lit("{"), ref("space"), members, lit("}"), ref("space"))), nil
+}
+
+// cat is a then b, leaving out an empty b.
+func cat(a, b *node) *node {
+	if !nonEmpty(b) {
+		return a
+	}
+	return seq(a, b)
 }
 
 // keyNotIn is the content of a JSON string, without escapes, that is none of words (so that
