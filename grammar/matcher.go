@@ -7,8 +7,9 @@ import (
 	"unsafe"
 )
 
-// maxCacheBytes bounds a Compiled's cache of states, transitions and masks; past it the cache
-// starts over (matchers keep their stacks, so nothing they hold is lost).
+// maxCacheBytes bounds a Compiled's cache of states, transitions and masks (about 1 KiB a
+// state and 6 KiB a mask for a 49,152-token vocabulary); past it the cache starts over
+// (matchers keep their stacks, so nothing they hold is lost).
 const maxCacheBytes = 128 << 20
 
 // state is a set of stacks (sorted ids of their tops) as a node of the lazily built
@@ -39,13 +40,14 @@ type Compiled struct {
 	stateIdx   map[string]int32 // state key (the set's bytes) → id
 	epoch      int              // counts cache resets; a matcher's state id is valid in its epoch
 	cacheBytes int
+	cacheLimit int
 	scratch    []int32
 }
 
 // Compile binds g to v.
 func Compile(g *Grammar, v *Vocab) *Compiled {
 	c := &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{},
-		mark: []uint32{0}, stateIdx: map[string]int32{}}
+		mark: []uint32{0}, stateIdx: map[string]int32{}, cacheLimit: maxCacheBytes}
 	c.gen++
 	for _, a := range c.p.alts[c.p.root] {
 		c.init = c.expand(a, 0, c.init)
@@ -95,7 +97,7 @@ func (c *Compiled) step(s int32, b byte) int32 {
 // enter locks c and returns the state of m, starting the cache over first when it is full.
 func (c *Compiled) enter(m *Matcher) int32 {
 	c.mu.Lock()
-	if c.cacheBytes > maxCacheBytes {
+	if c.cacheBytes > c.cacheLimit {
 		c.resetCacheLocked()
 	}
 	if m.epoch != c.epoch || m.sid < 0 {

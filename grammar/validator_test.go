@@ -17,12 +17,16 @@ func validateJSON(schema, doc string) error {
 	if !json.Valid([]byte(doc)) {
 		return fmt.Errorf("not valid JSON")
 	}
-	if _, err := parseJSON([]byte(doc)); err != nil { // duplicate keys
-		return err
-	}
 	var s, d any
 	if err := json.Unmarshal([]byte(schema), &s); err != nil {
 		return err
+	}
+	declared := map[string]bool{}
+	declaredNames(s, declared)
+	for _, k := range duplicateKeys(doc) {
+		if declared[k] { // a repeated additional property is harmless: each value validates
+			return fmt.Errorf("duplicate key %q", k)
+		}
 	}
 	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.UseNumber()
@@ -159,6 +163,67 @@ func (v validator) str(m map[string]any, d, at string) error {
 		}
 	}
 	return nil
+}
+
+// declaredNames collects the property names declared anywhere in schema s.
+func declaredNames(s any, out map[string]bool) {
+	switch x := s.(type) {
+	case map[string]any:
+		if p, ok := x["properties"].(map[string]any); ok {
+			for k := range p {
+				out[k] = true
+			}
+		}
+		for _, v := range x {
+			declaredNames(v, out)
+		}
+	case []any:
+		for _, v := range x {
+			declaredNames(v, out)
+		}
+	}
+}
+
+// duplicateKeys lists the keys that occur twice in one object of the JSON text doc.
+func duplicateKeys(doc string) []string {
+	d := json.NewDecoder(strings.NewReader(doc))
+	var dups []string
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		expect bool // the next token of this object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return dups
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.expect {
+			if k, ok := tok.(string); ok {
+				if top.keys[k] {
+					dups = append(dups, k)
+				}
+				top.keys[k], top.expect = true, false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expect = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, object: true, expect: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 func asSlice(x any) []any { s, _ := x.([]any); return s }
