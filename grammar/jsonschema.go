@@ -20,6 +20,7 @@ var constraints = map[string]bool{
 	"items": true, "prefixItems": true, "minItems": true, "maxItems": true,
 	"enum": true, "const": true, "anyOf": true, "oneOf": true, "$ref": true,
 	"format": true, "minLength": true, "maxLength": true, "pattern": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
 
 // FromJSONSchema is the grammar of the JSON documents a schema accepts (after llama.cpp's
@@ -166,6 +167,7 @@ var typeKeywords = map[string][]string{
 	"object": {"properties", "required", "additionalProperties"},
 	"array":  {"items", "prefixItems", "minItems", "maxItems"},
 	"string": {"format", "minLength", "maxLength", "pattern"},
+	"integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
 }
 
 // schemaTypes are the types s allows: its "type", else those its keywords imply, else any.
@@ -174,7 +176,7 @@ func schemaTypes(s *jvalue, path string) ([]string, error) {
 	t, ok := s.get("type")
 	if !ok {
 		var implied []string
-		for _, ty := range all[:3] {
+		for _, ty := range all[:5] {
 			for _, k := range typeKeywords[ty] {
 				if _, has := s.get(k); has && !slices.Contains(implied, ty) {
 					implied = append(implied, ty)
@@ -220,7 +222,16 @@ func (c *schemaConv) typed(s *jvalue, t, name, path string) (*node, error) {
 		return c.array(s, name, path)
 	case "string":
 		return c.str(s, path)
-	case "number", "integer", "boolean", "null":
+	case "integer":
+		return c.integer(s, path)
+	case "number":
+		for _, k := range typeKeywords["integer"] {
+			if _, ok := s.get(k); ok {
+				return nil, schemaErr(path, "%s is supported on integers only, not on numbers", k)
+			}
+		}
+		return ref(t), nil
+	case "boolean", "null":
 		return ref(t), nil
 	}
 	return ref("value"), nil

@@ -101,7 +101,8 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 
 func TestJSONSchemaErrors(t *testing.T) {
 	tests := []struct{ schema, want string }{
-		{`{"type":"integer","minimum":0}`, "unsupported keyword(s): minimum"},
+		{`{"type":"integer","multipleOf":2}`, "unsupported keyword(s): multipleOf"},
+		{`{"type":"number","maximum":2}`, "integers only"},
 		{`{"type":"object","properties":{"a":{"type":"string","foo":1,"bar":2}}}`, "#/properties/a: unsupported keyword(s): foo, bar"},
 		{`{"allOf":[{"type":"string"}]}`, "allOf"},
 		{`{"type":"string","format":"uri"}`, "unsupported format"},

@@ -90,6 +90,8 @@ func (v validator) check(s, d any, at string) error {
 		}
 	}
 	switch x := d.(type) {
+	case json.Number:
+		return number(m, x, at)
 	case map[string]any:
 		return v.object(m, x, at)
 	case []any:
@@ -260,4 +262,22 @@ func jsonEqual(a, b any) bool {
 		return y
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+func number(m map[string]any, d json.Number, at string) error {
+	f, err := d.Float64()
+	if err != nil {
+		return err
+	}
+	for kw, bad := range map[string]func(b float64) bool{
+		"minimum":          func(b float64) bool { return f < b },
+		"maximum":          func(b float64) bool { return f > b },
+		"exclusiveMinimum": func(b float64) bool { return f <= b },
+		"exclusiveMaximum": func(b float64) bool { return f >= b },
+	} {
+		if b, ok := m[kw].(float64); ok && bad(b) {
+			return fmt.Errorf("%s: %v violates %s %v", at, f, kw, b)
+		}
+	}
+	return nil
 }
