@@ -164,9 +164,9 @@ func onlyWith(s *jvalue, path, kw string, also ...string) error {
 }
 
 var typeKeywords = map[string][]string{
-	"object": {"properties", "required", "additionalProperties"},
-	"array":  {"items", "prefixItems", "minItems", "maxItems"},
-	"string": {"format", "minLength", "maxLength", "pattern"},
+	"object":  {"properties", "required", "additionalProperties"},
+	"array":   {"items", "prefixItems", "minItems", "maxItems"},
+	"string":  {"format", "minLength", "maxLength", "pattern"},
 	"integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
 }
 
