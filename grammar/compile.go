@@ -1,0 +1,220 @@
+package grammar
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxElems bounds the size of a compiled grammar.
+const maxElems = 1 << 22
+
+type elemKind uint8
+
+const (
+	kEnd  elemKind = iota // end of an alternative: return to the caller
+	kTerm                 // one byte in sets[arg]
+	kRef                  // call rule arg
+)
+
+type elem struct {
+	kind elemKind
+	arg  int32
+}
+
+// program is a grammar compiled to byte level: each rule is a list of alternatives, each a
+// run of elems in elems ending with kEnd. Code point classes became alternatives of UTF-8
+// byte sequences, repetitions became auxiliary rules (right-recursive, so that tail calls
+// keep stacks flat). No rule is left-recursive (checked), so expansion terminates.
+type program struct {
+	elems []elem
+	alts  [][]int32 // per rule: the start positions of its alternatives
+	names []string  // per rule
+	sets  []byteSet
+	root  int32
+}
+
+type compiler struct {
+	p        *program
+	ruleIdx  map[string]int32
+	setIdx   map[byteSet]int32
+	classIdx map[string]int32
+	owner    string
+	aux      int
+	err      error
+}
+
+func compileRules(rules []rule) (*program, error) {
+	c := &compiler{p: &program{}, ruleIdx: map[string]int32{}, setIdx: map[byteSet]int32{}, classIdx: map[string]int32{}}
+	for _, r := range rules {
+		c.ruleIdx[r.name] = c.newRule(r.name)
+	}
+	root, ok := c.ruleIdx["root"]
+	if !ok {
+		return nil, fmt.Errorf("grammar: no rule named root")
+	}
+	c.p.root = root
+	for _, r := range rules {
+		c.owner = r.name
+		idx := c.ruleIdx[r.name]
+		if r.body.kind == nAlt {
+			for _, k := range r.body.kids {
+				c.addAlt(idx, c.emit(k, nil))
+			}
+		} else {
+			c.addAlt(idx, c.emit(r.body, nil))
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+	}
+	if err := c.p.checkLeftRecursion(); err != nil {
+		return nil, err
+	}
+	return c.p, nil
+}
+
+func (c *compiler) newRule(name string) int32 {
+	c.p.alts = append(c.p.alts, nil)
+	c.p.names = append(c.p.names, name)
+	return int32(len(c.p.alts) - 1)
+}
+
+func (c *compiler) newAux() int32 {
+	c.aux++
+	return c.newRule(fmt.Sprintf("%s_%d", c.owner, c.aux))
+}
+
+func (c *compiler) addAlt(r int32, body []elem) {
+	if len(c.p.elems)+len(body) >= maxElems {
+		if c.err == nil {
+			c.err = fmt.Errorf("grammar: too large (over %d elements)", maxElems)
+		}
+		return
+	}
+	c.p.alts[r] = append(c.p.alts[r], int32(len(c.p.elems)))
+	c.p.elems = append(c.p.elems, body...)
+	c.p.elems = append(c.p.elems, elem{kind: kEnd})
+}
+
+func (c *compiler) term(s byteSet) elem {
+	i, ok := c.setIdx[s]
+	if !ok {
+		i = int32(len(c.p.sets))
+		c.p.sets = append(c.p.sets, s)
+		c.setIdx[s] = i
+	}
+	return elem{kind: kTerm, arg: i}
+}
+
+// emit appends the elems of n to out.
+func (c *compiler) emit(n *node, out []elem) []elem {
+	switch n.kind {
+	case nLit:
+		for i := 0; i < len(n.s); i++ {
+			var s byteSet
+			s.add(n.s[i], n.s[i])
+			out = append(out, c.term(s))
+		}
+	case nClass:
+		out = append(out, c.class(n))
+	case nRef:
+		i, ok := c.ruleIdx[n.s]
+		if !ok && c.err == nil {
+			c.err = fmt.Errorf("grammar: rule %q refers to undefined rule %q", c.owner, n.s)
+		}
+		out = append(out, elem{kind: kRef, arg: i})
+	case nSeq:
+		for _, k := range n.kids {
+			out = c.emit(k, out)
+		}
+	case nAlt:
+		r := c.newAux()
+		for _, k := range n.kids {
+			c.addAlt(r, c.emit(k, nil))
+		}
+		out = append(out, elem{kind: kRef, arg: r})
+	case nRep:
+		out = c.repeat(n, out)
+	}
+	return out
+}
+
+// repeat emits x{min,max}: min copies, then x* as R ::= x R | ε, or up to max-min more as
+// nested optionals O_k ::= x O_{k-1} | ε (unambiguous, and tail calls keep stacks flat).
+func (c *compiler) repeat(n *node, out []elem) []elem {
+	body := c.emit(n.kids[0], nil)
+	if len(body) == 0 {
+		return out
+	}
+	unit := body[0]
+	if len(body) > 1 {
+		r := c.newAux()
+		c.addAlt(r, body)
+		unit = elem{kind: kRef, arg: r}
+	}
+	for i := 0; i < n.min; i++ {
+		out = append(out, unit)
+	}
+	if n.max < 0 {
+		r := c.newAux()
+		c.addAlt(r, []elem{unit, {kind: kRef, arg: r}})
+		c.addAlt(r, nil)
+		return append(out, elem{kind: kRef, arg: r})
+	}
+	prev := int32(-1)
+	for k := n.min; k < n.max; k++ {
+		r := c.newAux()
+		a := []elem{unit}
+		if prev >= 0 {
+			a = append(a, elem{kind: kRef, arg: prev})
+		}
+		c.addAlt(r, a)
+		c.addAlt(r, nil)
+		prev = r
+	}
+	if prev >= 0 {
+		out = append(out, elem{kind: kRef, arg: prev})
+	}
+	return out
+}
+
+// class emits a code point class: one byte set when it is ASCII only, else a call of a rule
+// whose alternatives are the UTF-8 byte sequences of its ranges (ASCII merged into one set).
+func (c *compiler) class(n *node) elem {
+	rs := normalizeClass(n)
+	var ascii byteSet
+	var seqs [][]byteRange
+	for i := 0; i < len(rs); i += 2 {
+		seqs = utf8Sequences(rs[i], rs[i+1], seqs)
+	}
+	var multi [][]byteRange
+	for _, s := range seqs {
+		if len(s) == 1 {
+			ascii.add(s[0].lo, s[0].hi)
+		} else {
+			multi = append(multi, s)
+		}
+	}
+	if len(multi) == 0 {
+		return c.term(ascii)
+	}
+	key := fmt.Sprint(rs)
+	if r, ok := c.classIdx[key]; ok {
+		return elem{kind: kRef, arg: r}
+	}
+	r := c.newRule("class_" + strings.ReplaceAll(c.owner, " ", ""))
+	c.classIdx[key] = r
+	if !ascii.empty() {
+		c.addAlt(r, []elem{c.term(ascii)})
+	}
+	for _, s := range multi {
+		a := make([]elem, len(s))
+		for i, br := range s {
+			var bs byteSet
+			bs.add(br.lo, br.hi)
+			a[i] = c.term(bs)
+		}
+		c.addAlt(r, a)
+	}
+	return elem{kind: kRef, arg: r}
+}

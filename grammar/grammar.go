@@ -1,0 +1,125 @@
+package grammar
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Grammar is a compiled grammar: immutable, safe for concurrent use.
+type Grammar struct {
+	rules []rule
+	prog  *program
+}
+
+// newGrammar compiles rules; the start rule is "root".
+func newGrammar(rules []rule) (*Grammar, error) {
+	p, err := compileRules(rules)
+	if err != nil {
+		return nil, err
+	}
+	return &Grammar{rules: rules, prog: p}, nil
+}
+
+// String is the grammar in GBNF (for debugging; ParseGBNF reads it back).
+func (g *Grammar) String() string { return formatRules(g.rules) }
+
+// FromChoice is the grammar whose sentences are exactly the given strings.
+func FromChoice(choices []string) (*Grammar, error) {
+	if len(choices) == 0 {
+		return nil, fmt.Errorf("grammar: choice needs at least one string")
+	}
+	alts := make([]*node, len(choices))
+	for i, s := range choices {
+		alts[i] = lit(s)
+	}
+	body := alts[0]
+	if len(alts) > 1 {
+		body = alt(alts...)
+	}
+	return newGrammar([]rule{ruleOf("root", body)})
+}
+
+var jsonObject = sync.OnceValue(func() *Grammar {
+	g, err := newGrammar(append([]rule{ruleOf("root", ref("object"))}, jsonPrimitives()...))
+	if err != nil {
+		panic("grammar: the built-in JSON grammar does not compile: " + err.Error())
+	}
+	return g
+})
+
+// JSONObject is the grammar of any JSON object (OpenAI's json_object mode), with the
+// limited white space of FromJSONSchema.
+func JSONObject() *Grammar { return jsonObject() }
+
+// checkLeftRecursion fails when a rule can call itself before consuming a byte: expansion
+// would not terminate (a repetition of something that matches the empty string is one case).
+func (p *program) checkLeftRecursion() error {
+	nullable := make([]bool, len(p.alts))
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range p.alts {
+			if nullable[r] {
+				continue
+			}
+			for _, a := range alts {
+				if p.nullablePrefix(a, nullable) < 0 {
+					nullable[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, len(p.alts))
+	var visit func(r int32) error
+	visit = func(r int32) error {
+		color[r] = grey
+		for _, a := range p.alts[r] {
+			for pos := a; p.elems[pos].kind == kRef; pos++ {
+				s := p.elems[pos].arg
+				if color[s] == grey {
+					return fmt.Errorf("grammar: rule %q is left-recursive (it can reach itself without consuming input; a repetition of an expression that matches the empty string does this)", p.names[s])
+				}
+				if color[s] == white {
+					if err := visit(s); err != nil {
+						return err
+					}
+				}
+				if !nullable[s] {
+					break
+				}
+			}
+		}
+		color[r] = black
+		return nil
+	}
+	for r := range p.alts {
+		if color[r] == white {
+			if err := visit(int32(r)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nullablePrefix returns -1 when the alternative at a matches the empty string, else the
+// position of its first element that cannot.
+func (p *program) nullablePrefix(a int32, nullable []bool) int32 {
+	for pos := a; ; pos++ {
+		switch e := p.elems[pos]; e.kind {
+		case kEnd:
+			return -1
+		case kTerm:
+			return pos
+		case kRef:
+			if !nullable[e.arg] {
+				return pos
+			}
+		}
+	}
+}

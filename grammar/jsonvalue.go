@@ -1,0 +1,163 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// jvalue is a decoded JSON value that keeps the order of object keys (schema order matters
+// for properties).
+type jvalue struct {
+	kind byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' boolean, 'z' null
+	keys []string
+	vals []*jvalue // object values (parallel to keys) or array elements
+	str  string    // string value, or a number's literal text
+	b    bool
+}
+
+func (v *jvalue) get(key string) (*jvalue, bool) {
+	for i, k := range v.keys {
+		if k == key {
+			return v.vals[i], true
+		}
+	}
+	return nil, false
+}
+
+// parseJSON decodes one JSON value (duplicate keys are an error).
+func parseJSON(data []byte) (*jvalue, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	v, err := decodeValue(d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(d *json.Decoder) (*jvalue, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			v := &jvalue{kind: 'a'}
+			for d.More() {
+				e, err := decodeValue(d)
+				if err != nil {
+					return nil, err
+				}
+				v.vals = append(v.vals, e)
+			}
+			_, err := d.Token()
+			return v, err
+		}
+		v := &jvalue{kind: 'o'}
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return nil, err
+			}
+			key := k.(string)
+			if _, dup := v.get(key); dup {
+				return nil, fmt.Errorf("duplicate key %q", key)
+			}
+			e, err := decodeValue(d)
+			if err != nil {
+				return nil, err
+			}
+			v.keys, v.vals = append(v.keys, key), append(v.vals, e)
+		}
+		_, err := d.Token()
+		return v, err
+	case string:
+		return &jvalue{kind: 's', str: t}, nil
+	case json.Number:
+		return &jvalue{kind: 'n', str: t.String()}, nil
+	case bool:
+		return &jvalue{kind: 'b', b: t}, nil
+	}
+	return &jvalue{kind: 'z'}, nil
+}
+
+// encode writes v as compact JSON, keys in order.
+func (v *jvalue) encode(b *strings.Builder) {
+	switch v.kind {
+	case 'o':
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(jsonQuote(k))
+			b.WriteByte(':')
+			v.vals[i].encode(b)
+		}
+		b.WriteByte('}')
+	case 'a':
+		b.WriteByte('[')
+		for i, e := range v.vals {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			e.encode(b)
+		}
+		b.WriteByte(']')
+	case 's':
+		b.WriteString(jsonQuote(v.str))
+	case 'n':
+		b.WriteString(v.str)
+	case 'b':
+		fmt.Fprint(b, v.b)
+	default:
+		b.WriteString("null")
+	}
+}
+
+func (v *jvalue) String() string {
+	var b strings.Builder
+	v.encode(&b)
+	return b.String()
+}
+
+// jsonQuote is s as a JSON string literal, quotes included.
+func jsonQuote(s string) string { return `"` + jsonEscape(s) + `"` }
+
+// jsonEscape is s as the content of a JSON string: " and \ escaped, control characters as
+// \n \t \r \b \f or \u00xx, everything else (including non-ASCII) raw.
+func jsonEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, c)
+			} else {
+				b.WriteRune(c)
+			}
+		}
+	}
+	return b.String()
+}

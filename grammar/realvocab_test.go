@@ -1,0 +1,114 @@
+package grammar
+
+import (
+	"sync"
+	"testing"
+
+	"pagoda/gguf"
+	"pagoda/internal/modelcache"
+	"pagoda/tokenizer"
+)
+
+// defaultModel is the default model's tokenizer and its masking vocabulary.
+type defaultModel struct {
+	tok   *tokenizer.Tokenizer
+	vocab *Vocab
+}
+
+var (
+	modelOnce sync.Once
+	model     defaultModel
+	modelErr  error
+)
+
+// loadDefault loads the default model's vocabulary (once): pieces of the non-special tokens,
+// the end-of-generation ids.
+func loadDefault(t testing.TB) defaultModel {
+	t.Helper()
+	path := modelcache.Require(t, modelcache.DefaultFile)
+	modelOnce.Do(func() {
+		f, err := gguf.Open(path)
+		if err != nil {
+			modelErr = err
+			return
+		}
+		defer f.Close()
+		tok, err := tokenizer.FromGGUF(f)
+		if err != nil {
+			modelErr = err
+			return
+		}
+		pieces := make([]string, tok.VocabSize())
+		for id := range pieces {
+			ty := tok.TokenType(int32(id))
+			if tok.IsSpecial(int32(id)) || ty == tokenizer.TypeControl || ty == tokenizer.TypeUnknown || ty == tokenizer.TypeUnused {
+				continue
+			}
+			pieces[id] = tok.Piece(int32(id))
+		}
+		model = defaultModel{tok: tok, vocab: NewVocab(pieces, tok.EOGs())}
+	})
+	if modelErr != nil {
+		t.Fatal(modelErr)
+	}
+	return model
+}
+
+func bit(mask []uint64, id int32) bool { return mask[id>>6]>>(id&63)&1 != 0 }
+
+// TestRealVocabMaskAgreesWithAccept runs documents' tokens through the matcher; at every step
+// each of the 49,152 tokens is in the mask exactly when Accept of it succeeds (on a clone).
+func TestRealVocabMaskAgreesWithAccept(t *testing.T) {
+	dm := loadDefault(t)
+	if testing.Short() {
+		t.Log("short: checking two steps per document")
+	}
+	docs := []struct{ schema, doc string }{
+		{personSchema, `{"name": "Zoë Ünal", "age": 42, "height": 1.75, "role": "admin", "tags": ["x", "日本"], "active": false}`},
+		{`{"type":"string","pattern":"^[a-z]{2,5}-[0-9]+$"}`, `"abc-123"`},
+	}
+	for _, d := range docs {
+		g, err := FromJSONSchema([]byte(d.schema), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Compile(g, dm.vocab)
+		m := c.NewMatcher()
+		ids := dm.tok.Encode(d.doc, false, false)
+		mask := make([]uint64, (dm.vocab.Size()+63)/64)
+		for step, want := range ids {
+			if !testing.Short() || step < 2 {
+				checkMaskStep(t, m, mask, dm.vocab)
+			}
+			if err := m.Accept(want); err != nil {
+				t.Fatalf("%s: step %d: %v", d.doc, step, err)
+			}
+		}
+		if !m.CanEnd() {
+			t.Fatalf("%s: not complete at the end", d.doc)
+		}
+		checkMaskStep(t, m, mask, dm.vocab)
+		eog := dm.tok.EOGs()[0]
+		if err := m.Accept(eog); err != nil || !m.Terminated() {
+			t.Fatalf("EOG at the end: %v, terminated %v", err, m.Terminated())
+		}
+	}
+}
+
+func checkMaskStep(t *testing.T, m *Matcher, mask []uint64, v *Vocab) {
+	t.Helper()
+	m.FillMask(mask)
+	n := 0
+	for id := int32(0); int(id) < v.Size(); id++ {
+		err := m.Clone().Accept(id)
+		if bit(mask, id) != (err == nil) {
+			t.Fatalf("token %d (%q): in mask %v, Accept: %v", id, v.pieces[id], bit(mask, id), err)
+		}
+		if err == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("empty mask")
+	}
+}

@@ -1,0 +1,82 @@
+package grammar
+
+import (
+	"slices"
+	"strings"
+)
+
+// Vocab is a tokenizer's vocabulary for masking, built once per model: the byte pieces of the
+// tokens in a trie (children of a node in CSR form: edges childStart[n]..childStart[n+1]),
+// and the end-of-generation ids. Immutable after NewVocab; safe for concurrent use.
+type Vocab struct {
+	pieces []string
+	isEOG  []bool
+	eog    []int32
+
+	childStart []int32 // per trie node, len nodes+1
+	edgeByte   []byte
+	edgeNode   []int32
+	tokStart   []int32 // per trie node, len nodes+1: the tokens whose piece ends at the node
+	toks       []int32
+}
+
+// NewVocab builds the vocabulary: pieces[id] is the bytes token id decodes to; "" means the
+// token is never allowed (special or control tokens, unused ids). eog are the
+// end-of-generation ids (out-of-range ids are ignored): allowed exactly when the grammar can
+// end, whatever their piece.
+func NewVocab(pieces []string, eog []int32) *Vocab {
+	v := &Vocab{pieces: slices.Clone(pieces), isEOG: make([]bool, len(pieces))}
+	for _, id := range eog {
+		if id >= 0 && int(id) < len(pieces) && !v.isEOG[id] {
+			v.isEOG[id] = true
+			v.eog = append(v.eog, id)
+		}
+	}
+	var ids []int32
+	for id, p := range v.pieces {
+		if p != "" && !v.isEOG[id] {
+			ids = append(ids, int32(id))
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return strings.Compare(v.pieces[a], v.pieces[b]) })
+	v.childStart = []int32{0}
+	v.tokStart = []int32{0}
+	v.build(ids, 0)
+	return v
+}
+
+// Size is the number of token ids (the mask covers ids 0..Size()-1).
+func (v *Vocab) Size() int { return len(v.pieces) }
+
+// build makes the next trie node (nodes are numbered in the order built) from ids, sorted by piece, whose pieces share
+// their first depth bytes: the tokens ending at n, then one edge per next byte.
+func (v *Vocab) build(ids []int32, depth int) {
+	i := 0
+	for i < len(ids) && len(v.pieces[ids[i]]) == depth {
+		i++
+	}
+	v.toks = append(v.toks, ids[:i]...)
+	v.tokStart = append(v.tokStart, int32(len(v.toks)))
+	type group struct {
+		ids []int32
+	}
+	var groups []group
+	for j := i; j < len(ids); {
+		b := v.pieces[ids[j]][depth]
+		k := j
+		for k < len(ids) && v.pieces[ids[k]][depth] == b {
+			k++
+		}
+		groups = append(groups, group{ids: ids[j:k]})
+		v.edgeByte = append(v.edgeByte, b)
+		v.edgeNode = append(v.edgeNode, 0)
+		j = k
+	}
+	v.childStart = append(v.childStart, int32(len(v.edgeByte)))
+	first := len(v.edgeNode) - len(groups)
+	for gi, g := range groups {
+		child := int32(len(v.childStart) - 1)
+		v.edgeNode[first+gi] = child
+		v.build(g.ids, depth+1)
+	}
+}
