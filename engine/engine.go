@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"pagoda/gguf"
+	"pagoda/grammar"
 	"pagoda/kvcache"
 	"pagoda/model"
 	_ "pagoda/model/llama" // registers llama, mistral and qwen2
@@ -44,9 +45,13 @@ type Engine struct {
 	started atomic.Bool
 	stopped chan struct{} // closed when the loop returns
 
+	vocabOnce sync.Once
+	vocab     *grammar.Vocab // the tokenizer's vocabulary for grammar masks, built on first use
+
 	// Owned by the loop.
 	reqs    map[string]*request
 	scratch sample.Scratch
+	mask    []uint64 // (vocab/64) a grammar's token mask, refilled before each constrained draw
 	stats   Stats
 	snap    atomic.Pointer[Stats]
 	onStep  func(StepInfo)
@@ -134,9 +139,26 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
 		runner: runner.New(m, blocks, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
-		stopped: make(chan struct{}), reqs: map[string]*request{}}
+		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64)}
 	e.publishStats()
 	return e, nil
+}
+
+// grammarVocab returns the vocabulary structured outputs mask (built once,
+// on first use; safe from any goroutine): every token's bytes, with the
+// special tokens excluded, and the end-of-generation ids.
+func (e *Engine) grammarVocab() *grammar.Vocab {
+	e.vocabOnce.Do(func() {
+		n := e.model.Config().VocabSize
+		pieces := make([]string, n)
+		for id := range min(n, e.tok.VocabSize()) {
+			if !e.tok.IsSpecial(int32(id)) {
+				pieces[id] = e.tok.Piece(int32(id))
+			}
+		}
+		e.vocab = grammar.NewVocab(pieces, e.tok.EOGs())
+	})
+	return e.vocab
 }
 
 // Warmup captures the runner's step plans (nothing with EnforceEager).

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"pagoda/grammar"
 	"pagoda/sample"
 )
 
@@ -38,6 +39,11 @@ type SamplingParams struct {
 	UseBeamSearch bool
 	LengthPenalty float64
 	EarlyStopping bool
+	// Grammar, when set, constrains the output (structured outputs): before
+	// each draw the tokens the grammar cannot take next are masked, EOS is
+	// allowed exactly when the grammar can end, and the sequence stops with
+	// "stop" once the grammar is complete. Not with beam search.
+	Grammar *grammar.Grammar
 }
 
 // DefaultSamplingParams returns vLLM's defaults: n 1, temperature 1, skip
@@ -111,6 +117,9 @@ func (p *SamplingParams) Validate(vocabSize int) error {
 		}
 	}
 	if p.UseBeamSearch {
+		if p.Grammar != nil {
+			return fmt.Errorf("use_beam_search cannot be combined with a structured-output constraint")
+		}
 		if p.Temperature != 0 {
 			return fmt.Errorf("temperature must be 0 with use_beam_search, got %v", p.Temperature)
 		}

@@ -99,6 +99,10 @@ func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
 	if st.finish != "" {
 		return
 	}
+	if st.matcher != nil {
+		st.matcher.FillMask(e.mask)
+		st.sampler.Allow(e.mask)
+	}
 	res := st.sampler.SampleWith(&e.scratch, row)
 	e.appendToken(r, q, st, res.ID, res.Logprob, res.Top)
 }
@@ -119,8 +123,16 @@ func (e *Engine) appendToken(r *request, q *sched.Sequence, st *seqState, id int
 	if n == r.params.MinTokens {
 		st.sampler.Suppress(nil)
 	}
+	if st.matcher != nil {
+		if err := st.matcher.Accept(id); err != nil {
+			e.finishSeq(r, q, st, FinishAbort, nil) // the grammar has no continuation in this vocabulary
+			return
+		}
+	}
 	if reason, why := e.checkStop(r, q, st, id, n); reason != "" {
 		e.finishSeq(r, q, st, reason, why)
+	} else if st.matcher != nil && st.matcher.Terminated() {
+		e.finishSeq(r, q, st, FinishStop, nil)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"pagoda/grammar"
 	"pagoda/sample"
 	"pagoda/sched"
 	"pagoda/tokenizer"
@@ -31,6 +32,7 @@ type request struct {
 	suppress []int32            // EOS and stop tokens, suppressed before min_tokens
 	stops    *tokenizer.StopSet // the stop strings' automaton, shared by the sequences
 	queued   int64              // sequences counted in Engine.queued (0 once scheduled or finished)
+	grammar  *grammar.Compiled  // the output constraint bound to the vocabulary; nil: none
 }
 
 // seqState is one sequence's sampling and detokenization state.
@@ -44,7 +46,8 @@ type seqState struct {
 	reason   any
 	row      []float32 // last logits row, kept for beam search until all beams have one
 	hasRow   bool
-	text     strings.Builder // all released text (for non-streamed outputs)
+	text     strings.Builder  // all released text (for non-streamed outputs)
+	matcher  *grammar.Matcher // the sequence's position in the request's grammar; nil: none
 	delta    CompletionOutput
 	hasDelta bool
 }
@@ -96,6 +99,9 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 	if p.UseBeamSearch {
 		req.beam = &beamSearch{width: p.bestOf()}
 	}
+	if p.Grammar != nil {
+		req.grammar = grammar.Compile(p.Grammar, e.grammarVocab())
+	}
 	req.seqs[seq] = e.newSeqState(req, 0)
 	return req, nil
 }
@@ -106,6 +112,9 @@ func (e *Engine) newSeqState(r *request, index int) *seqState {
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
 		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
+	if r.grammar != nil {
+		st.matcher = r.grammar.NewMatcher()
+	}
 	if !p.needsScores() {
 		st.sampler.SkipScores()
 	}

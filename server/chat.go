@@ -18,9 +18,6 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if aerr := b.checkModel(req.Model); aerr != nil {
 		return aerr
 	}
-	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return badRequest("response_format", "response_format %q is not supported (only text)", rf.Type)
-	}
 	maxTokens := req.MaxTokens
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
@@ -28,6 +25,18 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	p, aerr := req.samplingParams(b.defaults, maxTokens, 0) // 0: up to the model length
 	if aerr != nil {
 		return aerr
+	}
+	plan, aerr := planTools(&req, b.toolParser)
+	if aerr != nil {
+		return aerr
+	}
+	if g, aerr := plan.grammar(); aerr != nil {
+		return aerr
+	} else if g != nil {
+		if p.Grammar != nil {
+			return badRequest("tool_choice", "tool_choice %s cannot be combined with another structured-output constraint", plan.mode)
+		}
+		p.Grammar = g
 	}
 	if aerr := setChatLogprobs(&req, &p); aerr != nil {
 		return aerr
@@ -42,7 +51,7 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 		return aerr
 	}
 	defer b.abort(ts)
-	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N}
+	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, tools: plan}
 	if req.Stream {
 		c.stream(r.Context(), newSSE(w), ts)
 		return nil
@@ -77,6 +86,7 @@ type chatRun struct {
 	id      string
 	created int64
 	n       int
+	tools   *toolPlan
 }
 
 func (c *chatRun) response(t *tracker) chatResponse {
@@ -86,8 +96,10 @@ func (c *chatRun) response(t *tracker) chatResponse {
 		resp.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
 	}
 	for _, o := range t.outs {
-		ch := chatChoice{Index: o.Index, Message: chatOutput{Role: "assistant", Content: o.Text},
-			FinishReason: finishPtr(o), StopReason: o.StopReason}
+		ch := chatChoice{Index: o.Index, Message: c.message(o), FinishReason: finishPtr(o), StopReason: o.StopReason}
+		if ch.Message.ToolCalls != nil {
+			ch.FinishReason = ptr("tool_calls")
+		}
 		if c.req.Logprobs {
 			ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
 		}
@@ -96,7 +108,25 @@ func (c *chatRun) response(t *tracker) chatResponse {
 	return resp
 }
 
+// message is the assistant message of a finished output: its text, or
+// the tool calls read from it (content null when nothing else was said).
+func (c *chatRun) message(o engine.CompletionOutput) chatOutput {
+	content, calls, ok := c.tools.calls(o.Text)
+	if !ok {
+		return chatOutput{Role: "assistant", Content: ptr(o.Text)}
+	}
+	m := chatOutput{Role: "assistant", ToolCalls: calls}
+	if content != "" {
+		m.Content = ptr(content)
+	}
+	return m
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // stream sends each choice's role first, then one chunk per output delta.
+// With tool calls possible, each choice's output is held to its end, then
+// sent as its content and one tool-call delta per call.
 func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 	empty := ""
 	for i := range c.n {
@@ -105,6 +135,12 @@ func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 		}
 	}
 	ok := c.b.relay(ctx, out, ts, func(_ int, o engine.CompletionOutput) any {
+		if c.tools.mode != toolsNone {
+			if o.FinishReason == "" {
+				return nil
+			}
+			return c.heldChunk(ts[0].outs[o.Index])
+		}
 		ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
 		if o.Text != "" {
 			text := o.Text
@@ -135,4 +171,22 @@ func (c *chatRun) chunk(choices ...chatChunkChoice) chatChunk {
 		choices = []chatChunkChoice{}
 	}
 	return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.b.name, Choices: choices}
+}
+
+// heldChunk is the whole of a held choice, sent when it finishes: its
+// content and tool calls in one delta (OpenAI's shape: index, id, type and
+// the function's name and arguments for each call).
+func (c *chatRun) heldChunk(o engine.CompletionOutput) chatChunk {
+	m := c.message(o)
+	ch := chatChunkChoice{Index: o.Index, Delta: chatDelta{Content: m.Content}, FinishReason: finishPtr(o), StopReason: o.StopReason}
+	for i, tc := range m.ToolCalls {
+		ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: i, ID: tc.ID, Type: tc.Type, Function: tc.Function})
+	}
+	if m.ToolCalls != nil {
+		ch.FinishReason = ptr("tool_calls")
+	}
+	if c.req.Logprobs && len(o.Logprobs) > 0 {
+		ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
+	}
+	return c.chunk(ch)
 }

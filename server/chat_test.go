@@ -31,8 +31,8 @@ func TestChatCompletion(t *testing.T) {
 	if resp.Object != "chat.completion" || !strings.HasPrefix(resp.ID, "chatcmpl-") || c.Message.Role != "assistant" {
 		t.Fatalf("response shape: %+v", resp)
 	}
-	if c.Message.Content != want.Text || *c.FinishReason != want.FinishReason {
-		t.Fatalf("content %q finish %v, want %q %s", c.Message.Content, *c.FinishReason, want.Text, want.FinishReason)
+	if *c.Message.Content != want.Text || *c.FinishReason != want.FinishReason {
+		t.Fatalf("content %q finish %v, want %q %s", *c.Message.Content, *c.FinishReason, want.Text, want.FinishReason)
 	}
 	if resp.Usage.PromptTokens != len(ids) || resp.Usage.CompletionTokens != len(want.TokenIDs) {
 		t.Fatalf("usage %+v, want %d prompt and %d completion tokens", resp.Usage, len(ids), len(want.TokenIDs))

@@ -67,7 +67,7 @@ func TestBadRequests(t *testing.T) {
 		{"image_part", "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user",
 			"content": []map[string]any{{"type": "image_url"}}}}}, "messages", []string{"image_url"}},
 		{"response_format", "/v1/chat/completions", map[string]any{"messages": chatMessages,
-			"response_format": map[string]string{"type": "json_object"}}, "response_format", nil},
+			"response_format": map[string]string{"type": "xml"}}, "response_format", nil},
 		{"beam_temperature", "/v1/completions", map[string]any{"prompt": "a", "use_beam_search": true, "best_of": 2, "temperature": 1}, "temperature", nil},
 		{"detokenize_range", "/detokenize", map[string]any{"tokens": []int{-1}}, "tokens", nil},
 	} {

@@ -71,6 +71,11 @@ func (f *samplingFields) samplingParams(base engine.SamplingParams, maxTokens *i
 		}
 		p.PromptLogprobs = v
 	}
+	g, aerr := f.grammar()
+	if aerr != nil {
+		return p, aerr
+	}
+	p.Grammar = g
 	if f.Stream && (p.UseBeamSearch || (p.BestOf != 0 && p.BestOf != p.N)) {
 		return p, badRequest("stream", "stream is not supported with use_beam_search or best_of > n: "+
 			"their outputs are chosen at the end")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"pagoda/engine"
@@ -125,8 +126,43 @@ func messages(in []chatMessage) ([]tokenizer.Message, *apiError) {
 			return nil, badRequest("messages", "messages[%d].content: %s", i, err.Message)
 		}
 		out[i] = tokenizer.Message{Role: m.Role, Content: text}
+		if aerr := messageExtra(i, m, &out[i]); aerr != nil {
+			return nil, aerr
+		}
 	}
 	return out, nil
+}
+
+// messageExtra passes a turn's tool fields to the template: an assistant's
+// tool_calls (arguments as the JSON value they encode, as vLLM passes them
+// to Hugging Face templates), a tool result's tool_call_id, and the name.
+func messageExtra(i int, m chatMessage, out *tokenizer.Message) *apiError {
+	extra := map[string]any{}
+	if m.Name != "" {
+		extra["name"] = m.Name
+	}
+	if m.ToolCallID != "" {
+		extra["tool_call_id"] = m.ToolCallID
+	}
+	if len(m.ToolCalls) > 0 {
+		if m.Role != "assistant" {
+			return badRequest("messages", "messages[%d]: only assistant messages have tool_calls", i)
+		}
+		calls := make([]any, len(m.ToolCalls))
+		for j, c := range m.ToolCalls {
+			var args any
+			if err := json.Unmarshal([]byte(c.Function.Arguments), &args); err != nil {
+				return badRequest("messages", "messages[%d].tool_calls[%d].function.arguments must be a JSON text: %v", i, j, err)
+			}
+			calls[j] = map[string]any{"id": c.ID, "type": "function",
+				"function": map[string]any{"name": c.Function.Name, "arguments": args}}
+		}
+		extra["tool_calls"] = calls
+	}
+	if len(extra) > 0 {
+		out.Extra = extra
+	}
+	return nil
 }
 
 // messageText decodes a message content: a string, null, or a list of
@@ -184,8 +220,16 @@ func (b *backend) chatPrompt(req *chatRequest) (promptInput, *apiError) {
 			return promptInput{}, badRequest("chat_template_kwargs", "chat_template_kwargs.%s is set by the server and cannot be overridden", k)
 		}
 	}
+	vars := req.ChatTemplateKwargs
+	if len(req.Tools) > 0 {
+		vars = maps.Clone(vars)
+		if vars == nil {
+			vars = map[string]any{}
+		}
+		vars["tools"] = (&toolPlan{tools: req.Tools}).templateTools()
+	}
 	text, err := b.template.Render(msgs, tokenizer.ChatOptions{AddGenerationPrompt: addGen,
-		BOS: b.bosText, EOS: b.eosText, Vars: req.ChatTemplateKwargs})
+		BOS: b.bosText, EOS: b.eosText, Vars: vars})
 	if err != nil {
 		return promptInput{}, badRequest("messages", "%s", err.Error())
 	}

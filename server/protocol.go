@@ -7,8 +7,8 @@ import (
 )
 
 // The request and response shapes of OpenAI's API, with vLLM's extra
-// sampling fields. Unknown request fields are ignored, as OpenAI clients
-// expect. Pointer fields distinguish "absent" from zero.
+// sampling fields. Unknown request fields are refused (fields.go). Pointer
+// fields distinguish "absent" from zero.
 
 // streamOptions is OpenAI's stream_options.
 type streamOptions struct {
@@ -46,6 +46,9 @@ type samplingFields struct {
 	LengthPenalty          *float64 `json:"length_penalty"`
 	EarlyStopping          bool     `json:"early_stopping"`
 	PromptLogprobs         *int     `json:"prompt_logprobs"`
+
+	// Structured outputs, in every spelling (structured.go).
+	guidedFields
 }
 
 // includeUsage reports whether a stream ends with a usage chunk.
@@ -66,27 +69,29 @@ type completionRequest struct {
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
 	samplingFields
-	Messages             []chatMessage   `json:"messages"`
-	MaxCompletionTokens  *int            `json:"max_completion_tokens"`
-	Logprobs             bool            `json:"logprobs"`
-	TopLogprobs          *int            `json:"top_logprobs"`
-	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
-	ContinueFinalMessage bool            `json:"continue_final_message"`
-	AddSpecialTokens     bool            `json:"add_special_tokens"`
-	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
-	ResponseFormat       *responseFormat `json:"response_format"`
-}
+	Messages             []chatMessage  `json:"messages"`
+	MaxCompletionTokens  *int           `json:"max_completion_tokens"`
+	Logprobs             bool           `json:"logprobs"`
+	TopLogprobs          *int           `json:"top_logprobs"`
+	AddGenerationPrompt  *bool          `json:"add_generation_prompt"`
+	ContinueFinalMessage bool           `json:"continue_final_message"`
+	AddSpecialTokens     bool           `json:"add_special_tokens"`
+	ChatTemplateKwargs   map[string]any `json:"chat_template_kwargs"`
 
-type responseFormat struct {
-	Type string `json:"type"`
+	// Tool calling (tools.go).
+	Tools             []toolDef       `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 }
 
 // chatMessage is one input message; Content is a string, a list of content
 // parts, or null.
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    string          `json:"name"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  []toolCall      `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
 }
 
 // stringList decodes a JSON string or list of strings (OpenAI's stop).
@@ -184,9 +189,12 @@ type chatChoice struct {
 	StopReason   any           `json:"stop_reason"`
 }
 
+// chatOutput is the message of a choice: content is null when the model
+// answered with tool calls only.
 type chatOutput struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
 // chatChunk is one chunk of a streamed chat completion (object
@@ -209,8 +217,9 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // chatLogprobs is the chat logprobs shape. Bytes are JSON numbers (a

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -78,6 +79,12 @@ type Options struct {
 	// ReadHeaderTimeout bounds the wait for a request's headers (Serve);
 	// 0 means 10 s.
 	ReadHeaderTimeout time.Duration
+	// EnableAutoToolChoice lets chat requests with tools and tool_choice
+	// "auto" run; their outputs are read for calls by ToolCallParser (one
+	// of ToolCallParsers()). vLLM's --enable-auto-tool-choice and
+	// --tool-call-parser.
+	EnableAutoToolChoice bool
+	ToolCallParser       string
 	// BodyTimeout bounds reading a request's body; 0 means 60 s. A body
 	// that does not arrive in time gets a 400 and the connection is closed.
 	BodyTimeout time.Duration
@@ -116,6 +123,7 @@ type backend struct {
 	m                *metrics
 	maxBody          int64
 	bodyTimeout      time.Duration
+	toolParser       string // auto tool choice's parser; "": auto tool choice is off
 	maxQueue         int
 	live             sync.Map // engine request ids in use (claimID)
 	defaults         engine.SamplingParams
@@ -166,6 +174,15 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS()),
 		gen: s.opts.Generation, defaults: s.opts.Generation.Apply(engine.DefaultSamplingParams()),
 		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger}
+	if p := s.opts.ToolCallParser; p != "" && toolParsers[p] == nil {
+		return fmt.Errorf("--tool-call-parser %q is not one of %s", p, strings.Join(ToolCallParsers(), ", "))
+	}
+	if s.opts.EnableAutoToolChoice {
+		if s.opts.ToolCallParser == "" {
+			return errors.New("--enable-auto-tool-choice needs --tool-call-parser")
+		}
+		b.toolParser = s.opts.ToolCallParser
+	}
 	if src != "" {
 		t, err := tokenizer.CompileTemplate(src)
 		if err != nil {

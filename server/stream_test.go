@@ -110,8 +110,8 @@ func TestStreamChatParallel(t *testing.T) {
 		order = append(order, ch.Index)
 	}
 	for i := range 2 {
-		if texts[i] != whole.Choices[i].Message.Content || !finished[i] {
-			t.Fatalf("choice %d streamed %q (finished %v), whole %q", i, texts[i], finished[i], whole.Choices[i].Message.Content)
+		if texts[i] != *whole.Choices[i].Message.Content || !finished[i] {
+			t.Fatalf("choice %d streamed %q (finished %v), whole %q", i, texts[i], finished[i], *whole.Choices[i].Message.Content)
 		}
 	}
 	if len(order) < 4 || order[0] == order[1] && order[1] == order[2] && order[2] == order[3] {

@@ -26,10 +26,13 @@ import (
 // tojson of a Go map sorts its keys (Python keeps insertion order), so callers should pass
 // tool schemas with sorted keys when byte-exactness matters.
 
-// Message is one chat turn.
+// Message is one chat turn. Extra holds the turn's other fields as the
+// template sees them (tool_calls of an assistant turn, tool_call_id and name
+// of a tool result), as Hugging Face passes them.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role    string         `json:"role"`
+	Content string         `json:"content"`
+	Extra   map[string]any `json:"-"`
 }
 
 // ErrChatTemplate is wrapped by template compile and render errors; a template's
@@ -71,7 +74,13 @@ func (t *Template) Source() string { return t.src }
 func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
 	ms := make([]any, len(msgs))
 	for i, m := range msgs {
-		ms[i] = map[string]any{"role": m.Role, "content": m.Content}
+		mm := map[string]any{"role": m.Role, "content": m.Content}
+		for k, v := range m.Extra {
+			if k != "role" && k != "content" {
+				mm[k] = v
+			}
+		}
+		ms[i] = mm
 	}
 	now := opts.Now
 	if now == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,8 @@ type vllmServeFlags struct {
 	logLevel                       logLevel
 	origins, methods, headers      jsonList
 	allowCredentials               bool
+	autoToolChoice                 bool
+	toolCallParser                 string
 }
 
 func (v *vllmServeFlags) register(fs *flag.FlagSet) {
@@ -46,6 +49,10 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&v.methods, "allowed-methods", `CORS: allowed methods (default ["*"])`)
 	fs.Var(&v.headers, "allowed-headers", `CORS: allowed request headers (default ["*"])`)
 	fs.BoolVar(&v.allowCredentials, "allow-credentials", false, "CORS: allow credentials")
+	fs.BoolVar(&v.autoToolChoice, "enable-auto-tool-choice", false,
+		`let chat requests with tools use tool_choice "auto": outputs are parsed for calls by --tool-call-parser`)
+	fs.StringVar(&v.toolCallParser, "tool-call-parser", "",
+		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), " (<tool_call>{…}</tool_call>), ")+" (JSON objects)")
 }
 
 // apply checks the vLLM flags and sets them on opts. --generation-config
@@ -73,6 +80,13 @@ func (v *vllmServeFlags) apply(opts *server.Options) error {
 		seed := v.seed.v
 		opts.Seed = &seed
 	}
+	if v.autoToolChoice && v.toolCallParser == "" {
+		return fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (%s)", strings.Join(server.ToolCallParsers(), " or "))
+	}
+	if p := v.toolCallParser; p != "" && !slices.Contains(server.ToolCallParsers(), p) {
+		return fmt.Errorf("--tool-call-parser must be %s, got %q", strings.Join(server.ToolCallParsers(), " or "), p)
+	}
+	opts.EnableAutoToolChoice, opts.ToolCallParser = v.autoToolChoice, v.toolCallParser
 	opts.LogRequests = v.enableLogRequests && !v.disableLogs
 	opts.LogAccess = v.logLevel <= levelDebug && !v.disableAccessLog
 	opts.CORS = &server.CORS{AllowedOrigins: v.origins, AllowedMethods: v.methods, AllowedHeaders: v.headers,

@@ -50,6 +50,12 @@ func TestServeVLLMFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "dtype auto", args: []string{"m.gguf", "--dtype", "auto"}, check: func(r result) bool { return r.cfg.Model == "m.gguf" }},
+		{name: "auto tool choice", args: []string{"--enable-auto-tool-choice", "--tool-call-parser", "hermes"},
+			check: func(r result) bool { return r.opts.EnableAutoToolChoice && r.opts.ToolCallParser == "hermes" }},
+		{name: "auto tool choice without parser", args: []string{"--enable-auto-tool-choice"},
+			wantErr: "--enable-auto-tool-choice needs --tool-call-parser (hermes or llama3_json)"},
+		{name: "unknown tool parser", args: []string{"--tool-call-parser", "mistral"},
+			wantErr: `--tool-call-parser must be hermes or llama3_json, got "mistral"`},
 		{name: "dtype float32", args: []string{"--dtype=float32"}, check: func(result) bool { return true }},
 		{name: "dtype half", args: []string{"--dtype", "half"}, wantErr: "--dtype half is not supported: pagoda computes activations in float32"},
 		{name: "dtype bogus", args: []string{"--dtype", "int3"}, wantErr: `--dtype must be auto, float32 or float, got "int3"`},

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"pagoda/grammar"
+)
+
+// Structured outputs: the request fields that constrain the output to a
+// grammar, in each of the spellings clients use. At most one may be set.
+//
+//	OpenAI       response_format {"type": "json_object"} or
+//	             {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
+//	vLLM         guided_json, guided_regex, guided_choice, guided_grammar, and
+//	             structured_outputs {"json", "regex", "choice", "grammar", "json_object"}
+//	llama-server grammar (GBNF), json_schema
+type guidedFields struct {
+	ResponseFormat        *responseFormat    `json:"response_format"`
+	GuidedJSON            json.RawMessage    `json:"guided_json"`
+	GuidedRegex           *string            `json:"guided_regex"`
+	GuidedChoice          []string           `json:"guided_choice"`
+	GuidedGrammar         *string            `json:"guided_grammar"`
+	GuidedDecodingBackend *string            `json:"guided_decoding_backend"`
+	StructuredOutputs     *structuredOutputs `json:"structured_outputs"`
+	Grammar               *string            `json:"grammar"`
+	JSONSchema            json.RawMessage    `json:"json_schema"`
+}
+
+// responseFormat is OpenAI's response_format (and llama-server's
+// json_object with a schema).
+type responseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema *jsonSchemaSpec `json:"json_schema"`
+	Schema     json.RawMessage `json:"schema"`
+}
+
+type jsonSchemaSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
+}
+
+// structuredOutputs is vLLM's structured_outputs object.
+type structuredOutputs struct {
+	JSON       json.RawMessage `json:"json"`
+	Regex      *string         `json:"regex"`
+	Choice     []string        `json:"choice"`
+	Grammar    *string         `json:"grammar"`
+	JSONObject *bool           `json:"json_object"`
+}
+
+// guide is one requested constraint: the field it came from and how to
+// build its grammar.
+type guide struct {
+	field string
+	build func() (*grammar.Grammar, error)
+}
+
+// grammar returns the grammar the request asks for (nil: none). An invalid
+// schema, regex or grammar is a 400 naming the field and the problem.
+func (f *guidedFields) grammar() (*grammar.Grammar, *apiError) {
+	if b := f.GuidedDecodingBackend; b != nil && *b != "" && *b != "auto" {
+		return nil, badRequest("guided_decoding_backend", "guided_decoding_backend %q is not available: pagoda has one structured-output engine (use \"auto\")", *b)
+	}
+	guides, aerr := f.guides()
+	if aerr != nil {
+		return nil, aerr
+	}
+	switch len(guides) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, badRequest(guides[1].field, "%s and %s cannot both be set: give one structured-output constraint", guides[0].field, guides[1].field)
+	}
+	g, err := guides[0].build()
+	if err != nil {
+		return nil, badRequest(guides[0].field, "%s: %v", guides[0].field, err)
+	}
+	return g, nil
+}
+
+// guides lists the constraints present, in a fixed order.
+func (f *guidedFields) guides() ([]guide, *apiError) {
+	var out []guide
+	if rf := f.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			if present(rf.Schema) {
+				out = append(out, schemaGuide("response_format.schema", rf.Schema, false))
+			} else {
+				out = append(out, guide{"response_format", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
+			}
+		case "json_schema":
+			if rf.JSONSchema == nil || !present(rf.JSONSchema.Schema) {
+				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+			}
+			strict := rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
+			out = append(out, schemaGuide("response_format.json_schema.schema", rf.JSONSchema.Schema, strict))
+		default:
+			return nil, badRequest("response_format", "response_format type must be text, json_object or json_schema, got %q", rf.Type)
+		}
+	}
+	out = appendGuides(out, "guided_", f.GuidedJSON, f.GuidedRegex, f.GuidedChoice, f.GuidedGrammar)
+	if so := f.StructuredOutputs; so != nil {
+		out = appendGuides(out, "structured_outputs.", so.JSON, so.Regex, so.Choice, so.Grammar)
+		if so.JSONObject != nil && *so.JSONObject {
+			out = append(out, guide{"structured_outputs.json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
+		}
+	}
+	if f.Grammar != nil {
+		out = append(out, textGuide("grammar", *f.Grammar, grammar.ParseGBNF))
+	}
+	if present(f.JSONSchema) {
+		out = append(out, schemaGuide("json_schema", f.JSONSchema, false))
+	}
+	return out, nil
+}
+
+// appendGuides adds vLLM's four kinds under prefix (guided_ or
+// structured_outputs.).
+func appendGuides(out []guide, prefix string, js json.RawMessage, regex *string, choice []string, gbnf *string) []guide {
+	if present(js) {
+		out = append(out, schemaGuide(prefix+"json", js, false))
+	}
+	if regex != nil {
+		out = append(out, textGuide(prefix+"regex", *regex, grammar.FromRegex))
+	}
+	if choice != nil {
+		field := prefix + "choice"
+		out = append(out, guide{field, func() (*grammar.Grammar, error) {
+			if len(choice) == 0 {
+				return nil, fmt.Errorf("give at least one choice")
+			}
+			return grammar.FromChoice(choice)
+		}})
+	}
+	if gbnf != nil {
+		out = append(out, textGuide(prefix+"grammar", *gbnf, grammar.ParseGBNF))
+	}
+	return out
+}
+
+func textGuide(field, src string, parse func(string) (*grammar.Grammar, error)) guide {
+	return guide{field, func() (*grammar.Grammar, error) { return parse(src) }}
+}
+
+// schemaGuide builds from a JSON Schema given as an object, or as a string
+// holding one (vLLM accepts both for guided_json).
+func schemaGuide(field string, raw json.RawMessage, strict bool) guide {
+	return guide{field, func() (*grammar.Grammar, error) {
+		schema := bytes.TrimSpace(raw)
+		if len(schema) > 0 && schema[0] == '"' {
+			var s string
+			if err := json.Unmarshal(schema, &s); err != nil {
+				return nil, err
+			}
+			schema = []byte(strings.TrimSpace(s))
+		}
+		if !json.Valid(schema) {
+			return nil, fmt.Errorf("the schema is not valid JSON")
+		}
+		return grammar.FromJSONSchema(schema, strict)
+	}}
+}
+
+// present reports whether a raw field was given and is not null.
+func present(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+}

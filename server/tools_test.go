@@ -1,0 +1,170 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestToolParsers(t *testing.T) {
+	for _, tc := range []struct {
+		parser, text, content string
+		calls                 []toolCallFunc
+	}{
+		{"hermes", "plain answer", "plain answer", nil},
+		{"hermes", "Let me look.\n<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+			"Let me look.", []toolCallFunc{{"get", `{"city":"Paris"}`}}},
+		{"hermes", "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", \"arguments\": {\"x\": 1}}</tool_call>",
+			"", []toolCallFunc{{"a", `{}`}, {"b", `{"x":1}`}}},
+		{"hermes", "<tool_call>not json</tool_call>", "<tool_call>not json</tool_call>", nil},
+		{"llama3_json", `{"name": "get", "parameters": {"city": "Paris"}}`, "", []toolCallFunc{{"get", `{"city":"Paris"}`}}},
+		{"llama3_json", `<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b", "arguments": {"y": [1]}}`, "",
+			[]toolCallFunc{{"a", `{}`}, {"b", `{"y":[1]}`}}},
+		{"llama3_json", `{"city": "Paris"}`, `{"city": "Paris"}`, nil},
+		{"llama3_json", "The answer is 4.", "The answer is 4.", nil},
+	} {
+		content, calls := toolParsers[tc.parser](tc.text)
+		if content != tc.content || !slices.Equal(calls, tc.calls) {
+			t.Errorf("%s(%q) = %q, %v; want %q, %v", tc.parser, tc.text, content, calls, tc.content, tc.calls)
+		}
+	}
+	calls, ok := parseCallArray(`[{"name": "a", "parameters": {"q": "x"}}]`)
+	if !ok || !slices.Equal(calls, []toolCallFunc{{"a", `{"q":"x"}`}}) {
+		t.Errorf("parseCallArray = %v, %v", calls, ok)
+	}
+}
+
+var weatherTool = map[string]any{"type": "function", "function": map[string]any{
+	"name": "get_weather", "description": "Weather in a city",
+	"parameters": map[string]any{"type": "object", "properties": map[string]any{
+		"city": map[string]any{"type": "string", "enum": []string{"Paris", "Rome"}},
+		"unit": map[string]any{"type": "string", "enum": []string{"C", "F"}}},
+		"required": []string{"city", "unit"}, "additionalProperties": false}}}
+
+// Structured outputs on the stories model: whatever the tiny model would
+// write, the output follows the constraint.
+func TestStructuredOutputs(t *testing.T) {
+	ts := newTestServer(t, nil, Options{})
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"color": map[string]any{"enum": []string{"red", "blue"}}, "n": map[string]any{"type": "integer"}},
+		"required": []string{"color", "n"}, "additionalProperties": false}
+	for _, tc := range []struct {
+		name  string
+		extra map[string]any
+		check func(text string) bool
+	}{
+		{"guided_choice", map[string]any{"guided_choice": []string{"yes", "no"}}, func(s string) bool { return s == "yes" || s == "no" }},
+		{"structured_outputs.choice", map[string]any{"structured_outputs": map[string]any{"choice": []string{"cat", "dog"}}}, func(s string) bool { return s == "cat" || s == "dog" }},
+		{"guided_regex", map[string]any{"guided_regex": "[0-9]{3}-[a-z]{2}"}, regexp.MustCompile(`^[0-9]{3}-[a-z]{2}$`).MatchString},
+		{"grammar", map[string]any{"grammar": `root ::= "a" ("b" | "c")+ "."`}, regexp.MustCompile(`^a[bc]+\.$`).MatchString},
+		{"json_schema", map[string]any{"response_format": map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": "x", "schema": schema, "strict": true}}}, func(s string) bool {
+			var v struct {
+				Color string `json:"color"`
+				N     *int   `json:"n"`
+			}
+			return json.Unmarshal([]byte(s), &v) == nil && (v.Color == "red" || v.Color == "blue") && v.N != nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, temp := range []float64{0, 1} {
+				body := map[string]any{"prompt": "Once upon a time", "max_tokens": 60, "temperature": temp, "seed": 3}
+				for k, v := range tc.extra {
+					body[k] = v
+				}
+				var resp completionResponse
+				postOK(t, ts.url+"/v1/completions", body, &resp)
+				c := resp.Choices[0]
+				if !tc.check(c.Text) || c.FinishReason == nil || *c.FinishReason != "stop" {
+					t.Fatalf("temperature %v: output %q, finish %v", temp, c.Text, c.FinishReason)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		param string
+	}{
+		{"bad regex", map[string]any{"prompt": "a", "guided_regex": "(a"}, "guided_regex"},
+		{"bad grammar", map[string]any{"prompt": "a", "guided_grammar": "root ::= \"a"}, "guided_grammar"},
+		{"undefined rule", map[string]any{"prompt": "a", "grammar": "root ::= item"}, "grammar"},
+		{"bad schema", map[string]any{"prompt": "a", "guided_json": "{not json"}, "guided_json"},
+		{"two constraints", map[string]any{"prompt": "a", "guided_regex": "a", "guided_choice": []string{"b"}}, "guided_choice"},
+		{"beam search", map[string]any{"prompt": "a", "guided_regex": "a", "use_beam_search": true, "best_of": 2}, ""},
+		{"backend", map[string]any{"prompt": "a", "guided_regex": "a", "guided_decoding_backend": "outlines"}, "guided_decoding_backend"},
+	} {
+		code, b := post(t, ts.url+"/v1/completions", tc.body)
+		checkError(t, code, b, http.StatusBadRequest, tc.param)
+	}
+	settle(t, ts)
+}
+
+// Tool calling: required and named tool choice give valid calls, as whole
+// responses and streamed; auto needs the server's parser.
+func TestToolCalls(t *testing.T) {
+	ts := newTestServer(t, nil, Options{})
+	msgs := []map[string]any{{"role": "user", "content": "What is the weather in Paris?"}}
+	for _, choice := range []any{"required", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}} {
+		body := map[string]any{"messages": msgs, "tools": []any{weatherTool}, "tool_choice": choice, "max_tokens": 200, "temperature": 0,
+			"parallel_tool_calls": false}
+		var resp chatResponse
+		postOK(t, ts.url+"/v1/chat/completions", body, &resp)
+		ch := resp.Choices[0]
+		if len(ch.Message.ToolCalls) != 1 || *ch.FinishReason != "tool_calls" || ch.Message.Content != nil {
+			t.Fatalf("tool_choice %v: %+v", choice, ch)
+		}
+		call := ch.Message.ToolCalls[0]
+		var args struct{ City, Unit string }
+		if call.Function.Name != "get_weather" || json.Unmarshal([]byte(call.Function.Arguments), &args) != nil ||
+			(args.City != "Paris" && args.City != "Rome") || !strings.HasPrefix(call.ID, "chatcmpl-tool-") {
+			t.Fatalf("tool_choice %v: call %+v", choice, call)
+		}
+		body["stream"] = true
+		events := stream(t, ts.url+"/v1/chat/completions", body)
+		var got []toolCallDelta
+		for _, ev := range events {
+			var c chatChunk
+			if err := json.Unmarshal([]byte(ev), &c); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Choices) > 0 {
+				got = append(got, c.Choices[0].Delta.ToolCalls...)
+			}
+		}
+		if len(got) != 1 || got[0].Function.Name != "get_weather" || got[0].Function.Arguments != call.Function.Arguments {
+			t.Fatalf("streamed calls %+v, whole %+v", got, call)
+		}
+	}
+	code, b := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool}})
+	checkError(t, code, b, http.StatusBadRequest, "tool_choice", "--enable-auto-tool-choice")
+	code, b = post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool},
+		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}})
+	checkError(t, code, b, http.StatusBadRequest, "tool_choice", "nope")
+	history := []map[string]any{msgs[0],
+		{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+			"function": map[string]any{"name": "get_weather", "arguments": `{"city": "Paris", "unit": "C"}`}}}},
+		{"role": "tool", "tool_call_id": "c1", "content": "21 C"}}
+	var resp chatResponse
+	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": history, "tools": []any{weatherTool},
+		"tool_choice": "none", "max_tokens": 4}, &resp)
+	settle(t, ts)
+}
+
+// With --enable-auto-tool-choice, tool_choice auto runs free and the
+// output is read by the parser: the stories model writes no call, so the
+// answer is content with finish_reason stop.
+func TestAutoToolChoice(t *testing.T) {
+	ts := newTestServer(t, nil, Options{EnableAutoToolChoice: true, ToolCallParser: "hermes"})
+	var resp chatResponse
+	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}},
+		"tools": []any{weatherTool}, "max_tokens": 8, "temperature": 0}, &resp)
+	ch := resp.Choices[0]
+	if ch.Message.Content == nil || ch.Message.ToolCalls != nil || *ch.FinishReason == "tool_calls" {
+		t.Fatalf("%+v", ch)
+	}
+	settle(t, ts)
+}
