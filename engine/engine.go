@@ -47,11 +47,13 @@ type Engine struct {
 
 	vocabOnce sync.Once
 	vocab     *grammar.Vocab // the tokenizer's vocabulary for grammar masks, built on first use
+	compiled  compiledCache  // recent grammars bound to vocab
 
 	// Owned by the loop.
 	reqs    map[string]*request
 	scratch sample.Scratch
-	mask    []uint64 // (vocab/64) a grammar's token mask, refilled before each constrained draw
+	mask    []uint64  // (vocab/64) a grammar's token mask, refilled before each constrained draw
+	masks   maskTimes // this step's mask computations
 	stats   Stats
 	snap    atomic.Pointer[Stats]
 	onStep  func(StepInfo)
@@ -74,6 +76,11 @@ type StepInfo struct {
 	// the attention was laid out for (the plan's worst case; Tiles when
 	// eager): PlanTiles − Tiles tasks per head and layer returned at once.
 	Tiles, PlanTiles int
+	// Masks is the number of grammar token masks computed for the step's
+	// constrained draws (structured outputs), MaskTime their total time and
+	// MaskMax the slowest one.
+	Masks             int
+	MaskTime, MaskMax time.Duration
 }
 
 // OnStep sets a function the engine calls after every step, from the
@@ -139,7 +146,8 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
 		runner: runner.New(m, blocks, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
-		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64)}
+		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64),
+		compiled: compiledCache{limit: 8}}
 	e.publishStats()
 	return e, nil
 }
@@ -281,6 +289,7 @@ func (e *Engine) inboxLen() int {
 // engine state may call it (not while Start's loop runs).
 func (e *Engine) Step() error {
 	start := time.Now()
+	e.masks = maskTimes{}
 	e.drain()
 	out, err := e.sched.Schedule()
 	if err != nil {
@@ -301,6 +310,7 @@ func (e *Engine) Step() error {
 			info.PlanTokens = p.Tokens
 		}
 		info.Tiles, info.PlanTiles = e.runner.LastTiles()
+		info.Masks, info.MaskTime, info.MaskMax = e.masks.n, e.masks.total, e.masks.max
 		e.onStep(info)
 	}
 	e.emitAll(touched)
@@ -401,4 +411,16 @@ func (e *Engine) publishStats() {
 	s.Preemptions, s.SwapOuts = e.sched.NumPreemptions, e.sched.NumSwapOuts
 	s.LastStep = time.Now()
 	e.snap.Store(&s)
+}
+
+// maskTimes accumulates the time spent computing grammar masks in a step.
+type maskTimes struct {
+	n          int
+	total, max time.Duration
+}
+
+func (m *maskTimes) add(d time.Duration) {
+	m.n++
+	m.total += d
+	m.max = max(m.max, d)
 }

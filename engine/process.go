@@ -100,7 +100,9 @@ func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
 		return
 	}
 	if st.matcher != nil {
+		t0 := time.Now()
 		st.matcher.FillMask(e.mask)
+		e.masks.add(time.Since(t0))
 		st.sampler.Allow(e.mask)
 	}
 	res := st.sampler.SampleWith(&e.scratch, row)

@@ -100,7 +100,7 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 		req.beam = &beamSearch{width: p.bestOf()}
 	}
 	if p.Grammar != nil {
-		req.grammar = grammar.Compile(p.Grammar, e.grammarVocab())
+		req.grammar = e.compiled.get(p.Grammar, e.grammarVocab())
 	}
 	req.seqs[seq] = e.newSeqState(req, 0)
 	return req, nil

@@ -22,7 +22,7 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
 	}
-	p, aerr := req.samplingParams(b.defaults, maxTokens, 0) // 0: up to the model length
+	p, aerr := req.samplingParams(b.defaults, maxTokens, 0, &b.grammars) // 0: up to the model length
 	if aerr != nil {
 		return aerr
 	}
@@ -30,7 +30,7 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	if g, aerr := plan.grammar(); aerr != nil {
+	if g, aerr := plan.grammar(&b.grammars); aerr != nil {
 		return aerr
 	} else if g != nil {
 		if p.Grammar != nil {

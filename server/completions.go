@@ -24,7 +24,7 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 	if req.Suffix != "" {
 		return badRequest("suffix", "suffix is not supported")
 	}
-	p, aerr := req.samplingParams(b.defaults, req.MaxTokens, completionsDefaultMaxTokens)
+	p, aerr := req.samplingParams(b.defaults, req.MaxTokens, completionsDefaultMaxTokens, &b.grammars)
 	if aerr != nil {
 		return aerr
 	}

@@ -105,7 +105,7 @@ func FuzzCompletionRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req completionRequest
 		if json.Unmarshal(body, &req) == nil {
-			if p, aerr := req.samplingParams(engine.DefaultSamplingParams(), req.MaxTokens, 16); aerr == nil {
+			if p, aerr := req.samplingParams(engine.DefaultSamplingParams(), req.MaxTokens, 16, &grammarCache{}); aerr == nil {
 				p.Validate(tok.VocabSize())
 			}
 			parsePrompts(req.Prompt, tok, true, 1<<20)

@@ -13,7 +13,7 @@ import (
 // max_tokens to use when the request has none (0 = up to the model length).
 // Ranges are checked by SamplingParams.Validate; this only rejects what the
 // engine cannot represent.
-func (f *samplingFields) samplingParams(base engine.SamplingParams, maxTokens *int, defaultMax int) (engine.SamplingParams, *apiError) {
+func (f *samplingFields) samplingParams(base engine.SamplingParams, maxTokens *int, defaultMax int, gc *grammarCache) (engine.SamplingParams, *apiError) {
 	p := base
 	if f.UseBeamSearch {
 		p.Temperature = 0 // beam search is deterministic; an explicit temperature is still checked
@@ -71,7 +71,7 @@ func (f *samplingFields) samplingParams(base engine.SamplingParams, maxTokens *i
 		}
 		p.PromptLogprobs = v
 	}
-	g, aerr := f.grammar()
+	g, aerr := f.grammar(gc)
 	if aerr != nil {
 		return p, aerr
 	}

@@ -44,7 +44,7 @@ func TestSamplingParamsMapping(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.body), &f); err != nil {
 				t.Fatal(err)
 			}
-			got, aerr := f.samplingParams(engine.DefaultSamplingParams(), f.MaxTokens, tc.defaultMax)
+			got, aerr := f.samplingParams(engine.DefaultSamplingParams(), f.MaxTokens, tc.defaultMax, &grammarCache{})
 			if aerr != nil {
 				t.Fatal(aerr)
 			}

@@ -124,6 +124,7 @@ type backend struct {
 	maxBody          int64
 	bodyTimeout      time.Duration
 	toolParser       string // auto tool choice's parser; "": auto tool choice is off
+	grammars         grammarCache
 	maxQueue         int
 	live             sync.Map // engine request ids in use (claimID)
 	defaults         engine.SamplingParams

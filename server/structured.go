@@ -2,9 +2,12 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"pagoda/grammar"
 )
@@ -53,16 +56,18 @@ type structuredOutputs struct {
 	JSONObject *bool           `json:"json_object"`
 }
 
-// guide is one requested constraint: the field it came from and how to
-// build its grammar.
+// guide is one requested constraint: the field it came from, what it asks
+// (key: its kind and source, identical for identical constraints) and how
+// to build its grammar.
 type guide struct {
 	field string
+	key   string
 	build func() (*grammar.Grammar, error)
 }
 
 // grammar returns the grammar the request asks for (nil: none). An invalid
 // schema, regex or grammar is a 400 naming the field and the problem.
-func (f *guidedFields) grammar() (*grammar.Grammar, *apiError) {
+func (f *guidedFields) grammar(gc *grammarCache) (*grammar.Grammar, *apiError) {
 	if b := f.GuidedDecodingBackend; b != nil && *b != "" && *b != "auto" {
 		return nil, badRequest("guided_decoding_backend", "guided_decoding_backend %q is not available: pagoda has one structured-output engine (use \"auto\")", *b)
 	}
@@ -77,11 +82,52 @@ func (f *guidedFields) grammar() (*grammar.Grammar, *apiError) {
 	default:
 		return nil, badRequest(guides[1].field, "%s and %s cannot both be set: give one structured-output constraint", guides[0].field, guides[1].field)
 	}
-	g, err := guides[0].build()
+	g, err := gc.get(guides[0].key, guides[0].build)
 	if err != nil {
 		return nil, badRequest(guides[0].field, "%s: %v", guides[0].field, err)
 	}
 	return g, nil
+}
+
+// grammarCache keeps the recently built grammars by key, so that requests
+// with the same constraint share one *grammar.Grammar, and so (in the
+// engine) one warm token-mask cache. A small LRU (at most limit entries;
+// limit 0 is 64); safe for concurrent use.
+type grammarCache struct {
+	mu    sync.Mutex
+	limit int
+	byKey map[string]*grammar.Grammar
+	order []string // least recently used first
+}
+
+func (c *grammarCache) get(key string, build func() (*grammar.Grammar, error)) (*grammar.Grammar, error) {
+	c.mu.Lock()
+	if g, ok := c.byKey[key]; ok {
+		if i := slices.Index(c.order, key); i >= 0 {
+			c.order = append(slices.Delete(c.order, i, i+1), key)
+		}
+		c.mu.Unlock()
+		return g, nil
+	}
+	c.mu.Unlock()
+	g, err := build()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[string]*grammar.Grammar{}
+	}
+	if _, ok := c.byKey[key]; !ok {
+		if len(c.order) >= cmp.Or(c.limit, 64) {
+			delete(c.byKey, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.byKey[key] = g
+		c.order = append(c.order, key)
+	}
+	return c.byKey[key], nil
 }
 
 // guides lists the constraints present, in a fixed order.
@@ -94,7 +140,7 @@ func (f *guidedFields) guides() ([]guide, *apiError) {
 			if present(rf.Schema) {
 				out = append(out, schemaGuide("response_format.schema", rf.Schema, false))
 			} else {
-				out = append(out, guide{"response_format", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
+				out = append(out, guide{"response_format", "json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
 			}
 		case "json_schema":
 			if rf.JSONSchema == nil || !present(rf.JSONSchema.Schema) {
@@ -110,11 +156,11 @@ func (f *guidedFields) guides() ([]guide, *apiError) {
 	if so := f.StructuredOutputs; so != nil {
 		out = appendGuides(out, "structured_outputs.", so.JSON, so.Regex, so.Choice, so.Grammar)
 		if so.JSONObject != nil && *so.JSONObject {
-			out = append(out, guide{"structured_outputs.json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
+			out = append(out, guide{"structured_outputs.json_object", "json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }})
 		}
 	}
 	if f.Grammar != nil {
-		out = append(out, textGuide("grammar", *f.Grammar, grammar.ParseGBNF))
+		out = append(out, textGuide("grammar", "gbnf", *f.Grammar, grammar.ParseGBNF))
 	}
 	if present(f.JSONSchema) {
 		out = append(out, schemaGuide("json_schema", f.JSONSchema, false))
@@ -129,11 +175,12 @@ func appendGuides(out []guide, prefix string, js json.RawMessage, regex *string,
 		out = append(out, schemaGuide(prefix+"json", js, false))
 	}
 	if regex != nil {
-		out = append(out, textGuide(prefix+"regex", *regex, grammar.FromRegex))
+		out = append(out, textGuide(prefix+"regex", "regex", *regex, grammar.FromRegex))
 	}
 	if choice != nil {
 		field := prefix + "choice"
-		out = append(out, guide{field, func() (*grammar.Grammar, error) {
+		key, _ := json.Marshal(choice)
+		out = append(out, guide{field, "choice:" + string(key), func() (*grammar.Grammar, error) {
 			if len(choice) == 0 {
 				return nil, fmt.Errorf("give at least one choice")
 			}
@@ -141,19 +188,19 @@ func appendGuides(out []guide, prefix string, js json.RawMessage, regex *string,
 		}})
 	}
 	if gbnf != nil {
-		out = append(out, textGuide(prefix+"grammar", *gbnf, grammar.ParseGBNF))
+		out = append(out, textGuide(prefix+"grammar", "gbnf", *gbnf, grammar.ParseGBNF))
 	}
 	return out
 }
 
-func textGuide(field, src string, parse func(string) (*grammar.Grammar, error)) guide {
-	return guide{field, func() (*grammar.Grammar, error) { return parse(src) }}
+func textGuide(field, kind, src string, parse func(string) (*grammar.Grammar, error)) guide {
+	return guide{field, kind + ":" + src, func() (*grammar.Grammar, error) { return parse(src) }}
 }
 
 // schemaGuide builds from a JSON Schema given as an object, or as a string
 // holding one (vLLM accepts both for guided_json).
 func schemaGuide(field string, raw json.RawMessage, strict bool) guide {
-	return guide{field, func() (*grammar.Grammar, error) {
+	return guide{field, fmt.Sprintf("json:%v:%s", strict, raw), func() (*grammar.Grammar, error) {
 		schema := bytes.TrimSpace(raw)
 		if len(schema) > 0 && schema[0] == '"' {
 			var s string

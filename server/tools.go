@@ -159,7 +159,7 @@ func params(t *toolDef) json.RawMessage {
 
 // grammar is the constraint of required and named tool choice (nil for
 // none and auto).
-func (p *toolPlan) grammar() (*grammar.Grammar, *apiError) {
+func (p *toolPlan) grammar(gc *grammarCache) (*grammar.Grammar, *apiError) {
 	var schema []byte
 	switch p.mode {
 	case toolsNamed:
@@ -180,7 +180,7 @@ func (p *toolPlan) grammar() (*grammar.Grammar, *apiError) {
 	default:
 		return nil, nil
 	}
-	g, err := grammar.FromJSONSchema(schema, false)
+	g, err := gc.get(fmt.Sprintf("json:false:%s", schema), func() (*grammar.Grammar, error) { return grammar.FromJSONSchema(schema, false) })
 	if err != nil {
 		return nil, badRequest("tools", "the tools' parameters schemas: %v", err)
 	}

@@ -168,3 +168,24 @@ func TestAutoToolChoice(t *testing.T) {
 	}
 	settle(t, ts)
 }
+
+// Requests with the same constraint share one grammar (and so one warm
+// mask cache in the engine); errors are not cached; the cache is bounded.
+func TestGrammarCache(t *testing.T) {
+	c := grammarCache{limit: 2}
+	f := guidedFields{GuidedRegex: ptr("[a-z]+")}
+	g1, aerr := f.grammar(&c)
+	g2, _ := (&guidedFields{StructuredOutputs: &structuredOutputs{Regex: ptr("[a-z]+")}}).grammar(&c)
+	if aerr != nil || g1 == nil || g1 != g2 {
+		t.Fatalf("the same regex gave %p and %p (%v)", g1, g2, aerr)
+	}
+	if _, aerr := (&guidedFields{GuidedRegex: ptr("(")}).grammar(&c); aerr == nil || len(c.byKey) != 1 {
+		t.Fatalf("a bad regex: %v, %d cached", aerr, len(c.byKey))
+	}
+	for _, re := range []string{"a", "b", "c"} {
+		(&guidedFields{GuidedRegex: ptr(re)}).grammar(&c)
+	}
+	if len(c.byKey) != 2 || len(c.order) != 2 {
+		t.Fatalf("%d cached, limit 2", len(c.byKey))
+	}
+}

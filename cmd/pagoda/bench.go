@@ -13,6 +13,7 @@ func benchCommands() []command {
 		{"ceilings", "machine ceilings: memory read bandwidth, FMA and int8 dot peaks on 1 and N threads", runBenchCeilings},
 		{"plans", "captured step plans vs eager: warm-up time and memory per bucketing strategy, per-step overhead, GC cycles, padding", runBenchPlans},
 		{"latency", "llama-bench-like prefill/decode tokens/s and batched decode, as fractions of the ceilings", runBenchLatency},
+		{"structured", "JSON-schema-constrained vs free decoding: output tokens/s and grammar mask times", runBenchStructured},
 	}
 }
 
