@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"pagoda/internal/testalloc"
 	"slices"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestPlansMatchEagerWithoutAllocating(t *testing.T) {
 				t.Fatal(err)
 			}
 			if k == 0 && step > 0 {
-				if n := testing.AllocsPerRun(3, func() { f.r.Execute(out) }); n != 0 {
+				if n := testalloc.Steady(3, func() { f.r.Execute(out) }); n != 0 {
 					t.Errorf("step %d: %v allocations with plans", step, n)
 				}
 			}
@@ -121,7 +122,7 @@ func TestPlanWorstCaseSplit(t *testing.T) {
 		}
 		results[k] = slices.Clone(logits)
 		if k == 0 {
-			if n := testing.AllocsPerRun(3, func() { f.r.Execute(out) }); n != 0 {
+			if n := testalloc.Steady(3, func() { f.r.Execute(out) }); n != 0 {
 				t.Errorf("%v allocations with plans", n)
 			}
 			p := f.r.LastPlan()
