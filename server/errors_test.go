@@ -94,12 +94,16 @@ func TestUnknownFieldsRefused(t *testing.T) {
 		{"/v1/completions", map[string]any{"prompt": "a", "metadata": map[string]string{"x": "y"}}, "metadata", "stored completions"},
 		{"/v1/chat/completions", map[string]any{"messages": chatMessages, "functions": []any{}}, "functions", "use tools"},
 		{"/tokenize", map[string]any{"prompt": "a", "extra": 1}, "extra", "unknown field"},
+		{"/v1/completions", map[string]any{"prompt": "a", "return_hidden_states": true}, "return_hidden_states", "only its default value false"},
 	} {
 		code, body := post(t, ts.url+tc.path, tc.body)
 		checkError(t, code, body, http.StatusBadRequest, tc.param, tc.want)
 	}
 	var resp completionResponse
-	postOK(t, ts.url+"/v1/completions", map[string]any{"prompt": "a", "max_tokens": 2, "user": "u1"}, &resp)
+	// What vllm-router and sglang-router add to every request, with the defaults that ask for nothing.
+	postOK(t, ts.url+"/v1/completions", map[string]any{"prompt": "a", "max_tokens": 2, "user": "u1",
+		"no_stop_trim": false, "return_hidden_states": false, "separate_reasoning": true, "stream_reasoning": true,
+		"include_reasoning": true}, &resp)
 	if len(resp.Choices) != 1 {
 		t.Fatalf("%+v", resp)
 	}

@@ -35,6 +35,18 @@ var unsupportedFields = map[string]string{
 	"allowed_token_ids":         "allowed_token_ids is not supported; use logit_bias or guided_choice",
 }
 
+// neutralFields are fields that routers in front of vLLM-style servers
+// (vllm-router, sglang-router) add to every request with their default
+// value, which asks for nothing pagoda would do differently: accepted with
+// exactly that value, refused (as unsupported) with any other.
+var neutralFields = map[string]string{
+	"no_stop_trim":         "false",
+	"return_hidden_states": "false",
+	"separate_reasoning":   "true",
+	"stream_reasoning":     "true",
+	"include_reasoning":    "true",
+}
+
 var knownFields sync.Map // reflect.Type → []string (sorted)
 
 // fieldNames returns the JSON field names of struct type t, sorted.
@@ -84,15 +96,22 @@ func checkFields(body []byte, v any) *apiError {
 	}
 	known := fieldNames(t)
 	var bad []string
-	for k := range fields {
-		if _, ok := slices.BinarySearch(known, k); !ok {
-			bad = append(bad, k)
+	for k, v := range fields {
+		if _, ok := slices.BinarySearch(known, k); ok {
+			continue
 		}
+		if neutral, ok := neutralFields[k]; ok && string(bytes.TrimSpace(v)) == neutral {
+			continue
+		}
+		bad = append(bad, k)
 	}
 	if len(bad) == 0 {
 		return nil
 	}
 	slices.Sort(bad)
+	if neutral, ok := neutralFields[bad[0]]; ok {
+		return badRequest(bad[0], "%s is not supported: only its default value %s is accepted", bad[0], neutral)
+	}
 	if why, ok := unsupportedFields[bad[0]]; ok {
 		return badRequest(bad[0], "%s is not supported: %s", bad[0], why)
 	}
