@@ -204,6 +204,7 @@ def check_tool_named(client, model):
                                        tool_choice={"type": "function", "function": {"name": "get_time"}})
     calls = r.choices[0].message.tool_calls
     assert len(calls) == 1, calls
+    assert r.choices[0].finish_reason == "stop", r.choices[0]  # as OpenAI answers a named tool choice
     return valid_calls(calls, ["get_time"])
 
 
