@@ -30,12 +30,15 @@ vocab:
 serve: model build
 	./$(BIN) serve smollm2
 
-# The one test tool from Debian: python3-venv lets the end-to-end test install
-# the OpenAI client. Installed only when missing, and only as root
-# (otherwise: a hint). Nothing here starts a service.
+# The test tools from Debian: python3-venv lets the end-to-end tests install
+# the OpenAI Python client (and LangChain), nodejs and npm the OpenAI Node
+# client. Installed only when missing, and only as root (otherwise: a hint).
+# Nothing here starts a service.
 deps:
 	@need=""; \
 	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
+	command -v node >/dev/null 2>&1 || need="$$need nodejs"; \
+	command -v npm >/dev/null 2>&1 || need="$$need npm"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \

@@ -97,7 +97,7 @@ func (c *chatRun) response(t *tracker) chatResponse {
 	}
 	for _, o := range t.outs {
 		ch := chatChoice{Index: o.Index, Message: c.message(o), FinishReason: finishPtr(o), StopReason: o.StopReason}
-		if ch.Message.ToolCalls != nil {
+		if c.callsFinish(ch.Message.ToolCalls) {
 			ch.FinishReason = ptr("tool_calls")
 		}
 		if c.req.Logprobs {
@@ -120,6 +120,13 @@ func (c *chatRun) message(o engine.CompletionOutput) chatOutput {
 		m.Content = ptr(content)
 	}
 	return m
+}
+
+// callsFinish reports whether a choice answered with calls finishes with
+// "tool_calls": as in OpenAI's API and vLLM, for auto and required tool
+// choice; a named tool choice keeps the output's own reason ("stop").
+func (c *chatRun) callsFinish(calls []toolCall) bool {
+	return calls != nil && c.tools.mode != toolsNamed
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -182,7 +189,7 @@ func (c *chatRun) heldChunk(o engine.CompletionOutput) chatChunk {
 	for i, tc := range m.ToolCalls {
 		ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: i, ID: tc.ID, Type: tc.Type, Function: tc.Function})
 	}
-	if m.ToolCalls != nil {
+	if c.callsFinish(m.ToolCalls) {
 		ch.FinishReason = ptr("tool_calls")
 	}
 	if c.req.Logprobs && len(o.Logprobs) > 0 {

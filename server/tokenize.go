@@ -34,7 +34,8 @@ func (b *backend) card(name string) modelCard {
 }
 
 // tokenizeRequest is vLLM's POST /tokenize: a prompt, or chat messages
-// rendered through the chat template.
+// (and tools) rendered through the chat template as a chat request renders
+// them.
 type tokenizeRequest struct {
 	Model               string         `json:"model"`
 	Prompt              *string        `json:"prompt"`
@@ -44,6 +45,7 @@ type tokenizeRequest struct {
 	AddGenerationPrompt *bool          `json:"add_generation_prompt"`
 	ChatTemplateKwargs  map[string]any `json:"chat_template_kwargs"`
 	ContinueFinalMsg    bool           `json:"continue_final_message"`
+	Tools               []toolDef      `json:"tools"`
 }
 
 type tokenizeResponse struct {
@@ -74,7 +76,7 @@ func (b *backend) tokenize(w http.ResponseWriter, r *http.Request) error {
 	case len(req.Messages) > 0:
 		p, aerr := b.chatPrompt(&chatRequest{Messages: req.Messages, AddGenerationPrompt: req.AddGenerationPrompt,
 			ContinueFinalMessage: req.ContinueFinalMsg, ChatTemplateKwargs: req.ChatTemplateKwargs,
-			AddSpecialTokens: req.AddSpecialTokens != nil && *req.AddSpecialTokens})
+			AddSpecialTokens: req.AddSpecialTokens != nil && *req.AddSpecialTokens, Tools: req.Tools})
 		if aerr != nil {
 			return aerr
 		}

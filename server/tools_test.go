@@ -114,7 +114,11 @@ func TestToolCalls(t *testing.T) {
 		var resp chatResponse
 		postOK(t, ts.url+"/v1/chat/completions", body, &resp)
 		ch := resp.Choices[0]
-		if len(ch.Message.ToolCalls) != 1 || *ch.FinishReason != "tool_calls" || ch.Message.Content != nil {
+		wantFinish := "tool_calls" // named tool choice: "stop", as OpenAI and vLLM answer
+		if _, named := choice.(map[string]any); named {
+			wantFinish = "stop"
+		}
+		if len(ch.Message.ToolCalls) != 1 || *ch.FinishReason != wantFinish || ch.Message.Content != nil {
 			t.Fatalf("tool_choice %v: %+v", choice, ch)
 		}
 		call := ch.Message.ToolCalls[0]
@@ -126,6 +130,7 @@ func TestToolCalls(t *testing.T) {
 		body["stream"] = true
 		events := stream(t, ts.url+"/v1/chat/completions", body)
 		var got []toolCallDelta
+		var finishes []string
 		for _, ev := range events {
 			var c chatChunk
 			if err := json.Unmarshal([]byte(ev), &c); err != nil {
@@ -133,10 +138,16 @@ func TestToolCalls(t *testing.T) {
 			}
 			if len(c.Choices) > 0 {
 				got = append(got, c.Choices[0].Delta.ToolCalls...)
+				if f := c.Choices[0].FinishReason; f != nil {
+					finishes = append(finishes, *f)
+				}
 			}
 		}
 		if len(got) != 1 || got[0].Function.Name != "get_weather" || got[0].Function.Arguments != call.Function.Arguments {
 			t.Fatalf("streamed calls %+v, whole %+v", got, call)
+		}
+		if len(finishes) != 1 || finishes[0] != wantFinish {
+			t.Fatalf("tool_choice %v: streamed finish reasons %v, want %s", choice, finishes, wantFinish)
 		}
 	}
 	code, b := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool}})
@@ -188,4 +199,26 @@ func TestGrammarCache(t *testing.T) {
 	if len(c.byKey) != 2 || len(c.order) != 2 {
 		t.Fatalf("%d cached, limit 2", len(c.byKey))
 	}
+}
+
+// /tokenize renders tools as a chat request does (vLLM's tokenize takes
+// them too): with a template that shows the tools, the count grows by them
+// and equals the prompt tokens of the chat request.
+func TestTokenizeTools(t *testing.T) {
+	tmpl := `{% if tools %}tools:{% for t in tools %} {{ t.function.name }}{% endfor %}
+{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}
+{% endfor %}`
+	ts := newTestServer(t, nil, Options{ChatTemplate: tmpl})
+	msgs := []map[string]any{{"role": "user", "content": "What is the weather in Paris?"}}
+	var plain, withTools tokenizeResponse
+	postOK(t, ts.url+"/tokenize", map[string]any{"messages": msgs}, &plain)
+	postOK(t, ts.url+"/tokenize", map[string]any{"messages": msgs, "tools": []any{weatherTool}}, &withTools)
+	var resp chatResponse
+	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool},
+		"tool_choice": "none", "max_tokens": 1}, &resp)
+	if withTools.Count <= plain.Count || withTools.Count != resp.Usage.PromptTokens {
+		t.Fatalf("/tokenize: %d tokens without tools, %d with; the chat request's prompt: %d",
+			plain.Count, withTools.Count, resp.Usage.PromptTokens)
+	}
+	settle(t, ts)
 }
