@@ -142,7 +142,7 @@ func TestBeamSearchMatchesNaive(t *testing.T) {
 			t.Fatalf("width %d: %d outputs, want %d", tc.width, len(got.Outputs), tc.n)
 		}
 		for i, o := range got.Outputs {
-			if !equalIDs(o.TokenIDs, want[i].tokens) || math.Abs(o.CumulativeLogprob-want[i].cum) > 1e-4 {
+			if !slices.Equal(o.TokenIDs, want[i].tokens) || math.Abs(o.CumulativeLogprob-want[i].cum) > 1e-4 {
 				t.Errorf("width %d beam %d: %v (%.5f), naive %v (%.5f)", tc.width, i, o.TokenIDs, o.CumulativeLogprob, want[i].tokens, want[i].cum)
 			}
 			// The reported cumulative logprob is the sum of the tokens' logprobs.

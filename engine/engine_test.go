@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -169,7 +170,7 @@ func TestParallelSamplingForksAreIsolated(t *testing.T) {
 	if len(out.Outputs) != 3 {
 		t.Fatalf("%d outputs, want 3", len(out.Outputs))
 	}
-	if equalIDs(out.Outputs[0].TokenIDs, out.Outputs[1].TokenIDs) && equalIDs(out.Outputs[1].TokenIDs, out.Outputs[2].TokenIDs) {
+	if slices.Equal(out.Outputs[0].TokenIDs, out.Outputs[1].TokenIDs) && slices.Equal(out.Outputs[1].TokenIDs, out.Outputs[2].TokenIDs) {
 		t.Fatal("three samples at temperature 1.5 should differ")
 	}
 	for _, c := range out.Outputs {
@@ -195,7 +196,7 @@ func TestParallelSamplingForksAreIsolated(t *testing.T) {
 	}
 	crowded := runAll(t, e2, reqs)[0]
 	for i := range out.Outputs {
-		if !equalIDs(crowded.Outputs[i].TokenIDs, out.Outputs[i].TokenIDs) {
+		if !slices.Equal(crowded.Outputs[i].TokenIDs, out.Outputs[i].TokenIDs) {
 			t.Fatalf("sample %d differs when batched with others under pressure", i)
 		}
 	}
@@ -227,7 +228,7 @@ func TestPrefixCachingIsTransparent(t *testing.T) {
 		}
 	}
 	for i := range reqs {
-		if !equalIDs(results[0][i].Outputs[0].TokenIDs, results[1][i].Outputs[0].TokenIDs) {
+		if !slices.Equal(results[0][i].Outputs[0].TokenIDs, results[1][i].Outputs[0].TokenIDs) {
 			t.Fatalf("request %d: prefix caching changed the output", i)
 		}
 	}
@@ -317,7 +318,7 @@ func TestScoresOnlyWhenUsed(t *testing.T) {
 	prompt := []int32{1, 403, 407, 261, 378}
 	outs := runAll(t, e, []Request{{PromptTokens: prompt, Params: plain}, {PromptTokens: prompt, Params: scored}})
 	a, b := outs[0].Outputs[0], outs[1].Outputs[0]
-	if !equalIDs(a.TokenIDs, b.TokenIDs) {
+	if !slices.Equal(a.TokenIDs, b.TokenIDs) {
 		t.Fatalf("tokens %v without logprobs, %v with", a.TokenIDs, b.TokenIDs)
 	}
 	sum := 0.0

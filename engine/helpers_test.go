@@ -109,15 +109,3 @@ func readReference(t testing.TB, path string) reference {
 	}
 	return r
 }
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -90,7 +91,7 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 				t.Fatalf("request %d: %d outputs, alone %d", i, len(got[i].Outputs), len(want[i].Outputs))
 			}
 			for j := range want[i].Outputs {
-				if !equalIDs(got[i].Outputs[j].TokenIDs, want[i].Outputs[j].TokenIDs) {
+				if !slices.Equal(got[i].Outputs[j].TokenIDs, want[i].Outputs[j].TokenIDs) {
 					t.Errorf("mode %d request %d output %d: %v together, %v alone", mode, i, j, got[i].Outputs[j].TokenIDs, want[i].Outputs[j].TokenIDs)
 				}
 			}

@@ -128,15 +128,24 @@ func merge(all *RequestOutput, d RequestOutput) {
 	*all = RequestOutput{RequestID: d.RequestID, PromptTokenIDs: d.PromptTokenIDs,
 		PromptLogprobs: append(all.PromptLogprobs, d.PromptLogprobs...), NumCachedTokens: d.NumCachedTokens,
 		Finished: d.Finished, Err: d.Err, Metrics: d.Metrics, Outputs: outs}
-	for _, c := range d.Outputs {
-		for len(all.Outputs) <= c.Index {
-			all.Outputs = append(all.Outputs, CompletionOutput{Index: len(all.Outputs)})
+	all.Outputs = MergeOutputs(all.Outputs, d.Outputs)
+}
+
+// MergeOutputs adds the output deltas d to the merged outputs (indexed by
+// CompletionOutput.Index, grown as needed) and returns them: text, token
+// ids and logprobs are appended, the cumulative logprob and the finish
+// reason replaced. The one merge of deltas (Collect, the HTTP server).
+func MergeOutputs(outs, d []CompletionOutput) []CompletionOutput {
+	for _, c := range d {
+		for len(outs) <= c.Index {
+			outs = append(outs, CompletionOutput{Index: len(outs)})
 		}
-		a := &all.Outputs[c.Index]
+		a := &outs[c.Index]
 		a.Text += c.Text
 		a.TokenIDs = append(a.TokenIDs, c.TokenIDs...)
 		a.Logprobs = append(a.Logprobs, c.Logprobs...)
 		a.CumulativeLogprob = c.CumulativeLogprob
 		a.FinishReason, a.StopReason = c.FinishReason, c.StopReason
 	}
+	return outs
 }

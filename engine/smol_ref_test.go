@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -26,7 +27,7 @@ func TestSmolLM2Reference(t *testing.T) {
 	worst := 0.0
 	for i, c := range ref.Cases {
 		got := outs[i].Outputs[0]
-		if !equalIDs(got.TokenIDs, c.CompletionTokens) {
+		if !slices.Equal(got.TokenIDs, c.CompletionTokens) {
 			t.Errorf("case %d %q: ids differ\n got %v\nwant %v", i, c.Prompt, got.TokenIDs, c.CompletionTokens)
 			continue
 		}

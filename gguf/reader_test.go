@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,7 +66,7 @@ func checkStoriesTensors(t *testing.T, f *File) {
 		"blk.4.ffn_gate.weight": {64, 172}, "blk.2.ffn_norm.weight": {64}}
 	for name, dims := range want {
 		ti, ok := f.TensorInfo(name)
-		if !ok || !equalInts(ti.Dims, dims) || ti.Type != F32 {
+		if !ok || !slices.Equal(ti.Dims, dims) || ti.Type != F32 {
 			t.Errorf("%s: %+v %v, want dims %v F32", name, ti, ok, dims)
 		}
 	}
@@ -151,7 +152,7 @@ func TestSmolLM2(t *testing.T) {
 		t.Errorf("type counts %v, want Q4_1 210, F32 61, Q8_0 1", count)
 	}
 	emb, ok := f.TensorInfo("token_embd.weight")
-	if !ok || emb.Type != Q8_0 || !equalInts(emb.Dims, []int{576, 49152}) {
+	if !ok || emb.Type != Q8_0 || !slices.Equal(emb.Dims, []int{576, 49152}) {
 		t.Errorf("token_embd.weight: %+v", emb)
 	}
 	if n, _ := f.Uint("llama.block_count"); n != 30 {
@@ -230,18 +231,6 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(bad); !errors.Is(err, ErrBadMagic) {
 		t.Errorf("bad magic: %v", err)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // mangle replaces maximal ill-formed subparts as Python's

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	}
 	for i, tc := range tensors {
 		data, ti, err := f.TensorData(tc.name)
-		if err != nil || f.Tensors[i].Name != tc.name || ti.Type != tc.t || !equalInts(ti.Dims, tc.dims) || !bytes.Equal(data, tc.data) {
+		if err != nil || f.Tensors[i].Name != tc.name || ti.Type != tc.t || !slices.Equal(ti.Dims, tc.dims) || !bytes.Equal(data, tc.data) {
 			t.Errorf("tensor %s: %+v %v", tc.name, ti, err)
 		}
 		if ti.Offset%32 != 0 || (f.DataOffset+ti.Offset)%32 != 0 {

@@ -30,6 +30,24 @@ var accel = func() []*impl {
 	return ks
 }()
 
+// unavailable names the accelerated implementations this build knows but
+// this machine cannot run, with why (tests skip them visibly).
+func unavailable() map[string]string {
+	out := map[string]string{}
+	switch {
+	case !fmaRoundsOnce():
+		out["avx512"], out["avx2"] = "FMA does not round once here", "FMA does not round once here"
+	default:
+		if !hasAVX512() {
+			out["avx512"] = "not supported by this CPU (needs AVX-512 F/BW/DQ/VL with VNNI)"
+		}
+		if !hasAVX2() {
+			out["avx2"] = "not supported by this CPU (needs AVX2 and FMA)"
+		}
+	}
+	return out
+}
+
 // hasAVX512 reports AVX-512 F/BW/DQ/VL with VNNI (Ice Lake, Zen 4 and
 // later), BMI2 and FMA, with the OS saving the ZMM state.
 func hasAVX512() bool {

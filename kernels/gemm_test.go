@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"pagoda/gguf"
@@ -13,12 +16,49 @@ import (
 
 // forEachAccel runs f for every accelerated implementation (none with the
 // noasm tag or on CPUs without the features).
+//
+// Implementations this machine or build cannot run get a subtest that
+// skips with the reason (as Go's cryptotest does), so that `go test -v`
+// shows what was not exercised instead of running nothing silently.
 func forEachAccel(t *testing.T, f func(t *testing.T, k *impl)) {
 	t.Helper()
 	for _, k := range implementations() {
 		if k != generic {
 			t.Run(k.name, func(t *testing.T) { f(t, k) })
 		}
+	}
+	skipUnavailable(t)
+}
+
+// skipUnavailable adds a skipped subtest per accelerated implementation
+// that cannot run here.
+func skipUnavailable(t *testing.T) {
+	t.Helper()
+	un := unavailable()
+	for _, name := range slices.Sorted(maps.Keys(un)) {
+		t.Run(name, func(t *testing.T) { t.Skipf("%s: %s", name, un[name]) })
+	}
+}
+
+// TestImplementations reports which kernel implementations the tests of
+// this package exercise on this machine and which they cannot (`make test`
+// prints it).
+func TestImplementations(t *testing.T) {
+	var ran []string
+	for _, k := range implementations() {
+		ran = append(ran, k.name)
+	}
+	un := unavailable()
+	var skipped []string
+	for _, name := range slices.Sorted(maps.Keys(un)) {
+		skipped = append(skipped, name+" ("+un[name]+")")
+	}
+	if len(skipped) == 0 {
+		skipped = []string{"none"}
+	}
+	t.Logf("kernel implementations tested: %s; not tested here: %s", strings.Join(ran, ", "), strings.Join(skipped, ", "))
+	if len(ran) == 0 || ran[len(ran)-1] != "generic" {
+		t.Fatalf("the generic reference is not among the implementations: %v", ran)
 	}
 }
 

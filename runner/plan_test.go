@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"pagoda/internal/testalloc"
 	"slices"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestPlansMatchEagerWithoutAllocating(t *testing.T) {
 				t.Fatal(err)
 			}
 			if k == 0 && step > 0 {
-				if n := testing.AllocsPerRun(3, func() { f.r.Execute(&out.Step) }); n != 0 {
+				if n := testalloc.Steady(3, func() { f.r.Execute(&out.Step) }); n != 0 {
 					t.Errorf("step %d: %v allocations with plans", step, n)
 				}
 			}
@@ -125,7 +126,7 @@ func TestPlanWorstCaseSplit(t *testing.T) {
 		}
 		results[k] = slices.Clone(res.Logits)
 		if k == 0 {
-			if n := testing.AllocsPerRun(3, func() { f.r.Execute(&out.Step) }); n != 0 {
+			if n := testalloc.Steady(3, func() { f.r.Execute(&out.Step) }); n != 0 {
 				t.Errorf("%v allocations with plans", n)
 			}
 			p := res.Stats.Plan

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"pagoda/internal/testalloc"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -57,7 +58,7 @@ func TestExecuteDoesNotAllocate(t *testing.T) {
 	if _, err := f.r.Execute(&prefill.Step); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(5, func() { f.r.Execute(&prefill.Step) }); n != 0 {
+	if n := testalloc.Steady(5, func() { f.r.Execute(&prefill.Step) }); n != 0 {
 		t.Errorf("prefill step: %v allocations per Execute", n)
 	}
 	for _, sq := range prefill.Seqs {
@@ -73,7 +74,7 @@ func TestExecuteDoesNotAllocate(t *testing.T) {
 	if _, err := f.r.Execute(&decode.Step); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(5, func() { f.r.Execute(&decode.Step) }); n != 0 {
+	if n := testalloc.Steady(5, func() { f.r.Execute(&decode.Step) }); n != 0 {
 		t.Errorf("decode step: %v allocations per Execute", n)
 	}
 }

@@ -32,17 +32,7 @@ type tracker struct {
 func (t *tracker) add(d engine.RequestOutput) {
 	t.prompt, t.cached = d.PromptTokenIDs, d.NumCachedTokens
 	t.promptLP = append(t.promptLP, d.PromptLogprobs...)
-	for _, c := range d.Outputs {
-		for len(t.outs) <= c.Index {
-			t.outs = append(t.outs, engine.CompletionOutput{Index: len(t.outs)})
-		}
-		a := &t.outs[c.Index]
-		a.Text += c.Text
-		a.TokenIDs = append(a.TokenIDs, c.TokenIDs...)
-		a.Logprobs = append(a.Logprobs, c.Logprobs...)
-		a.CumulativeLogprob = c.CumulativeLogprob
-		a.FinishReason, a.StopReason = c.FinishReason, c.StopReason
-	}
+	t.outs = engine.MergeOutputs(t.outs, d.Outputs)
 	if lt := d.Metrics.LastToken; len(d.Outputs) > 0 && !lt.IsZero() {
 		if !t.lastToken.IsZero() && lt.After(t.lastToken) {
 			t.m.observeTokenInterval(lt.Sub(t.lastToken))

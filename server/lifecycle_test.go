@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,7 +189,7 @@ func TestInfoEndpoints(t *testing.T) {
 	var tk tokenizeResponse
 	postOK(t, ts.url+"/tokenize", map[string]any{"model": "tiny", "prompt": onceUpon}, &tk)
 	want := ts.e.Tokenizer().Encode(onceUpon, true, true)
-	if tk.Count != len(want) || !equal(tk.Tokens, want) {
+	if tk.Count != len(want) || !slices.Equal(tk.Tokens, want) {
 		t.Fatalf("/tokenize: %+v, want %v", tk, want)
 	}
 	var dt map[string]string
@@ -201,18 +202,6 @@ func TestInfoEndpoints(t *testing.T) {
 	if resp2.Model != "tiny" {
 		t.Fatalf("model %q", resp2.Model)
 	}
-}
-
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A client that never finishes its headers is disconnected after the

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestSPMMerging(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%q", c.text), func(t *testing.T) {
 			got := tk.Encode(c.text, false, false)
-			if !equalIDs(got, c.want) {
+			if !slices.Equal(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 			want := c.text
@@ -58,7 +59,7 @@ func TestSPMWithoutByteTokens(t *testing.T) {
 		c.Types[3+b] = TypeUnused
 	}
 	tk := mustNew(t, c)
-	if got := tk.Encode("dd a", false, false); !equalIDs(got, []int32{259, 0, 0, 263}) {
+	if got := tk.Encode("dd a", false, false); !slices.Equal(got, []int32{259, 0, 0, 263}) {
 		t.Fatalf("unknown characters: got %v, want [▁ <unk> <unk> ▁a]", got)
 	}
 }
@@ -112,7 +113,7 @@ func TestSpecialTokens(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := tk.Encode(c.text, false, c.parseSpecial); !equalIDs(got, c.want) {
+			if got := tk.Encode(c.text, false, c.parseSpecial); !slices.Equal(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 		})
@@ -145,11 +146,11 @@ func TestAddSpecial(t *testing.T) {
 		{"<s>ab", true, []int32{1, 259, 63, 118, 65, 264, 2}}, // control texts need parseSpecial
 	}
 	for _, c := range cases {
-		if got := tk.Encode(c.text, c.addSpecial, false); !equalIDs(got, c.want) {
+		if got := tk.Encode(c.text, c.addSpecial, false); !slices.Equal(got, c.want) {
 			t.Errorf("Encode(%q, %v) = %v, want %v", c.text, c.addSpecial, got, c.want)
 		}
 	}
-	if got := tk.Encode("<s>ab", true, true); !equalIDs(got, []int32{1, 1, 266, 2}) {
+	if got := tk.Encode("<s>ab", true, true); !slices.Equal(got, []int32{1, 1, 266, 2}) {
 		t.Errorf("parsed <s>: got %v", got)
 	}
 }
@@ -164,12 +165,12 @@ func TestPhi3StripsAfterSpecial(t *testing.T) {
 	}
 	a := tk.Encode("<|user|>\n  Hello", false, true)
 	b := tk.Encode("<|user|>Hello", false, true)
-	if a[0] != user || !equalIDs(a, b) {
+	if a[0] != user || !slices.Equal(a, b) {
 		t.Fatalf("got %v, want %v", a, b)
 	}
 	s1 := tk.Encode("<s> Hello", false, true)
 	s2 := tk.Encode("<s>Hello", false, true)
-	if equalIDs(s1, s2) {
+	if slices.Equal(s1, s2) {
 		t.Fatalf("<s> must keep the following space: %v", s1)
 	}
 }

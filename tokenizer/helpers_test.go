@@ -120,15 +120,3 @@ func readVocabVectors(t testing.TB, name string) []vocabVector {
 	}
 	return vs
 }
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -32,7 +33,7 @@ func TestSmolLM2Vectors(t *testing.T) {
 	for i, c := range vs.Cases {
 		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
 			got := tk.Encode(c.Text, false, true)
-			if !equalIDs(got, c.IDs) {
+			if !slices.Equal(got, c.IDs) {
 				t.Fatalf("Encode(%q)\n got %v\nwant %v", c.Text, got, c.IDs)
 			}
 			if back := tk.Decode(got); back != c.Text {

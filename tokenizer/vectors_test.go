@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -18,7 +19,7 @@ func TestGGMLVocabVectors(t *testing.T) {
 			for i, v := range readVocabVectors(t, name) {
 				t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
 					got := tk.Encode(v.input, false, false)
-					if !equalIDs(got, v.want) {
+					if !slices.Equal(got, v.want) {
 						t.Fatalf("Encode(%q)\n got %v\nwant %v", v.input, got, v.want)
 					}
 					if back := tk.Decode(got); back != v.input {
@@ -53,7 +54,7 @@ func TestStoriesPromptTokens(t *testing.T) {
 	for i, p := range ref.Cases {
 		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
 			got := tk.Encode(p.Prompt, true, true)
-			if !equalIDs(got, p.PromptTokens) {
+			if !slices.Equal(got, p.PromptTokens) {
 				t.Fatalf("Encode(%q)\n got %v\nwant %v", p.Prompt, got, p.PromptTokens)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"pagoda/internal/testalloc"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -198,7 +199,7 @@ func TestForwardSteadyStateAllocs(t *testing.T) {
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)
 	}
-	if a := testing.AllocsPerRun(10, func() {
+	if a := testalloc.Steady(10, func() {
 		if err := m.Forward(b, kv, logits); err != nil {
 			t.Fatal(err)
 		}
