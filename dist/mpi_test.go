@@ -28,7 +28,7 @@ func mpirun(t *testing.T, np int, scenario string, limit time.Duration, extra ..
 	t.Helper()
 	path, err := exec.LookPath("mpirun")
 	if err != nil {
-		t.Fatalf("mpirun not found (%v): install Open MPI with `make deps` (Debian packages libopenmpi-dev and openmpi-bin)", err)
+		t.Fatalf("mpirun not found (%v): install Open MPI with `make mpi-deps` (part of `make deps`; Debian packages libopenmpi-dev and openmpi-bin)", err)
 	}
 	args := []string{"-np", fmt.Sprint(np), "--oversubscribe"}
 	if os.Geteuid() == 0 {
