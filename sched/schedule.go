@@ -8,7 +8,9 @@ import (
 // Schedule builds the next step. It reserves the KV slots of every scheduled
 // token and advances each scheduled sequence's NumComputedTokens as if the
 // step had run: the caller runs the returned step before calling Schedule
-// again. The Output is valid until the next call.
+// again. Output.Step, filled last (after every reservation, so it holds the
+// final block tables), is the complete description the runner executes.
+// The Output is valid until the next call.
 func (s *Scheduler) Schedule() (*Output, error) {
 	s.out.reset()
 	s.kv.BeginRound()

@@ -18,6 +18,11 @@
 //	waiting  ─ admitted by (priority, arrival) while budget, MaxNumSeqs and
 //	           blocks allow, only when nothing is swapped out
 //
+// Each step comes out twice: Output.Seqs, the engine's view (groups and
+// sequences to update after the step), and Output.Step, the runner's — a
+// plain-data, serializable description of the whole step (see Step), which
+// with tensor parallelism rank 0 broadcasts to the other ranks.
+//
 // A Scheduler is not safe for concurrent use: the engine loop owns it.
 package sched
 
