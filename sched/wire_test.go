@@ -222,3 +222,48 @@ func FuzzStepUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkStepWire encodes and decodes a decode step of 64 sequences
+// with 1,000-token contexts (block size 16) and a 2,048-token prefill.
+func BenchmarkStepWire(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		seqs, q   int
+		ctx       int
+		allLogits bool
+	}{{"decode64x1", 64, 1, 1000, false}, {"prefill1x2048", 1, 2048, 2048, false}} {
+		st := &Step{QueryStart: []int32{0}, BlockTableStart: []int32{0}, LogitStart: []int32{0}}
+		for i := range c.seqs {
+			for j := range c.q {
+				st.Tokens = append(st.Tokens, int32(j))
+				st.Positions = append(st.Positions, int32(c.ctx-c.q+j))
+				st.SlotMapping = append(st.SlotMapping, int32(c.ctx-c.q+j))
+			}
+			for k := range (c.ctx + 15) / 16 {
+				st.Blocks = append(st.Blocks, int32(k))
+			}
+			st.LogitIndices = append(st.LogitIndices, int32(len(st.Tokens)-1))
+			st.SeqIDs, st.Flags = append(st.SeqIDs, int64(i)), append(st.Flags, FlagSample)
+			st.QueryStart = append(st.QueryStart, int32(len(st.Tokens)))
+			st.ContextLens = append(st.ContextLens, int32(c.ctx))
+			st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
+			st.LogitStart = append(st.LogitStart, int32(len(st.LogitIndices)))
+		}
+		if err := st.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var got Step
+			buf, _ := st.AppendBinary(nil)
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ = st.AppendBinary(buf[:0])
+				if err := got.UnmarshalBinary(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(buf)), "wire-bytes")
+		})
+	}
+}
