@@ -76,7 +76,7 @@ test: model vocab deps fmt-check vet
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	$(GO) test -count=1 -race -short -timeout 40m ./...
 
-vet:
+vet: mpi-deps
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) vet -tags mpi ./dist/
 
