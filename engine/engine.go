@@ -145,7 +145,7 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
-		runner: runner.New(m, blocks, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
+		runner: runner.New(m, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64),
 		compiled: compiledCache{limit: 8}}
 	e.publishStats()
@@ -297,19 +297,16 @@ func (e *Engine) Step() error {
 	}
 	e.finishIgnored(out.Ignored)
 	e.markScheduled(out)
-	logits, rows, err := e.runner.Execute(out)
+	res, err := e.runner.Execute(&out.Step)
 	if err != nil {
 		return e.failAll(err)
 	}
-	touched := e.process(out, logits, rows)
+	touched := e.process(out, res.Logits, res.Rows)
 	e.publishStats()
 	if e.onStep != nil && len(out.Seqs) > 0 {
+		st := res.Stats
 		info := StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
-			Forward: e.runner.LastForward()}
-		if p := e.runner.LastPlan(); p != nil {
-			info.PlanTokens = p.Tokens
-		}
-		info.Tiles, info.PlanTiles = e.runner.LastTiles()
+			Forward: st.Forward, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles}
 		info.Masks, info.MaskTime, info.MaskMax = e.masks.n, e.masks.total, e.masks.max
 		e.onStep(info)
 	}

@@ -85,19 +85,19 @@ func (p *plans) set(f Family) *bucket.Set {
 
 // find returns the plan of the cheapest bucket covering the step, or nil.
 // It does not allocate.
-func (p *plans) find(out *sched.Output, blockSize int) *Plan {
+func (p *plans) find(s *sched.Step, blockSize int) *Plan {
 	f := Decode
 	p.queryLens, p.blocks = p.queryLens[:0], p.blocks[:0]
-	for _, sq := range out.Seqs {
-		if sq.NumTokens != 1 || sq.Group.AllLogits {
+	for i := range s.NumSeqs() {
+		if s.QueryLen(i) != 1 || s.Flags[i]&sched.FlagAllLogits != 0 {
 			f = Prefill
 		}
-		p.queryLens = append(p.queryLens, sq.NumTokens)
+		p.queryLens = append(p.queryLens, s.QueryLen(i))
 	}
-	for _, sq := range out.Seqs {
-		ctx := sq.Start // prompt: context before this step's query
-		if f == Decode {
-			ctx = sq.Start + sq.NumTokens // decode: all of the sequence's blocks
+	for i := range s.NumSeqs() {
+		ctx := int(s.ContextLens[i]) // decode: all of the sequence's blocks
+		if f == Prefill {
+			ctx -= s.QueryLen(i) // prompt: context before this step's query
 		}
 		p.blocks = append(p.blocks, (ctx+blockSize-1)/blockSize)
 	}
@@ -109,7 +109,7 @@ func (p *plans) find(out *sched.Output, blockSize int) *Plan {
 	}
 	pl := p.byKey[planKey{f, b}]
 	pl.Steps++
-	pl.Padding += int64(b.Tokens() - out.NumBatchedTokens)
+	pl.Padding += int64(b.Tokens() - s.NumTokens())
 	return pl
 }
 

@@ -18,7 +18,7 @@ func newPlannedFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r = New(f.m, f.blocks, f.r.cache, Options{Buckets: table, MaxNumSeqs: 8})
+	f.r = New(f.m, f.r.cache, Options{Buckets: table, MaxNumSeqs: 8})
 	return f
 }
 
@@ -41,21 +41,25 @@ func TestPlansMatchEagerWithoutAllocating(t *testing.T) {
 	}
 	for step := range 4 {
 		var results [2][]float32
+		var plan *Plan
 		for k, f := range []*fixture{planned, eager} {
 			out, err := f.s.Schedule()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if k == 0 && step > 0 {
-				if n := testalloc.Steady(3, func() { f.r.Execute(out) }); n != 0 {
+				if n := testalloc.Steady(3, func() { f.r.Execute(&out.Step) }); n != 0 {
 					t.Errorf("step %d: %v allocations with plans", step, n)
 				}
 			}
-			logits, _, err := f.r.Execute(out)
+			res, err := f.r.Execute(&out.Step)
 			if err != nil {
 				t.Fatal(err)
 			}
-			results[k] = slices.Clone(logits)
+			results[k] = slices.Clone(res.Logits)
+			if k == 0 {
+				plan = res.Stats.Plan
+			}
 			for _, sq := range out.Seqs {
 				if sq.Sample {
 					sq.Seq.Append(int32(383 + step))
@@ -65,7 +69,7 @@ func TestPlansMatchEagerWithoutAllocating(t *testing.T) {
 		if !slices.Equal(results[0], results[1]) {
 			t.Fatalf("step %d: logits differ with plans", step)
 		}
-		p := planned.r.LastPlan()
+		p := plan
 		want := Prefill
 		if step > 0 {
 			want = Decode
@@ -86,7 +90,7 @@ func TestPlanFindCountsPadding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := f.r.plans.find(out, 16)
+	p := f.r.plans.find(&out.Step, 16)
 	if p == nil || p.Family != Prefill || p.Tokens < 5 || p.Padding != int64(p.Tokens-5) {
 		t.Fatalf("plan %+v for a 5-token prompt", p)
 	}
@@ -116,17 +120,17 @@ func TestPlanWorstCaseSplit(t *testing.T) {
 		if len(out.Seqs) != 6 {
 			t.Fatalf("scheduled %d sequences, want 6 in one step", len(out.Seqs))
 		}
-		logits, _, err := f.r.Execute(out)
+		res, err := f.r.Execute(&out.Step)
 		if err != nil {
 			t.Fatal(err)
 		}
-		results[k] = slices.Clone(logits)
+		results[k] = slices.Clone(res.Logits)
 		if k == 0 {
-			if n := testalloc.Steady(3, func() { f.r.Execute(out) }); n != 0 {
+			if n := testalloc.Steady(3, func() { f.r.Execute(&out.Step) }); n != 0 {
 				t.Errorf("%v allocations with plans", n)
 			}
-			p := f.r.LastPlan()
-			real, planned := f.r.LastTiles()
+			p := res.Stats.Plan
+			real, planned := res.Stats.Tiles, res.Stats.PlanTiles
 			if p == nil || real != 5+3 || planned != p.QueryTiles || planned < real {
 				t.Fatalf("plan %+v: %d real tiles, laid out for %d", p, real, planned)
 			}

@@ -2,33 +2,41 @@
 // it applies the step's cache operations, builds one flat batch from every
 // scheduled sequence (prefill chunks and decode tokens together), runs the
 // forward pass and returns the logits of the rows that sample.
+//
+// The step contract: Execute takes a *sched.Step, the complete description
+// of a step (sequences, token ids and positions, slot mapping, block
+// tables, logit rows, cache operations), and reads nothing else, in
+// particular no block-manager state; it returns the logits and the step's
+// statistics as a value. The scheduler builds the Step because it already
+// holds everything it contains (it reserved the slots); a Step is plain
+// data with a canonical wire encoding (sched.Step.AppendBinary), so with
+// tensor parallelism rank 0 broadcasts it and every rank calls Execute on
+// the same Step. The runner imports kvcache only for the plain Swap and
+// Copy values of a step's cache operations.
 package runner
 
 import (
-	"fmt"
 	"time"
 
 	"pagoda/bucket"
 	"pagoda/kernels"
-	"pagoda/kvcache"
 	"pagoda/model"
 	"pagoda/sched"
 )
 
-// Runner turns sched.Output into logits. It is owned by the engine loop.
+// Runner turns a sched.Step into logits. It is owned by the engine loop
+// (or, on ranks other than 0, by the loop that receives the steps).
 type Runner struct {
-	model  model.Model
-	blocks *kvcache.Manager
-	cache  *CacheEngine
-	vocab  int
+	model model.Model
+	cache *CacheEngine
+	vocab int
 
 	plans *plans // nil: eager (no captured plans)
-	last  *Plan  // plan of the latest step, nil when it ran eagerly
-
-	forward time.Duration // the latest step's forward pass
-	tiles   int           // the latest step's real attention query tiles
 
 	batch  model.Batch
+	tables [][]int32 // (numSeqs) views into the step's Blocks
+	qstart []int32   // (numSeqs+1) query starts of the batch's sequences
+	lidx   []int32   // (logit rows) the batch's logit rows
 	logits []float32 // (len(batch.LogitIndices), vocab)
 	rows   []Rows
 }
@@ -50,111 +58,116 @@ type Rows struct {
 	First, Count int
 }
 
-// New returns a runner for m over the block manager's tables and cache.
-// With opts.Buckets, call Warmup before the first step.
-func New(m model.Model, blocks *kvcache.Manager, cache *CacheEngine, opts Options) *Runner {
-	r := &Runner{model: m, blocks: blocks, cache: cache, vocab: m.Config().VocabSize}
+// Stats describe one executed step.
+type Stats struct {
+	// Forward is the wall time of the forward pass (the model's kernels),
+	// so that callers can tell the runner's and engine's own per-step
+	// overhead from the compute.
+	Forward time.Duration
+	// Plan is the plan the step ran with, nil when it ran eagerly (no
+	// plans, or no bucket fit). Its counters change with later steps.
+	Plan *Plan
+	// PlanTokens are the query tokens of Plan's bucket (0 when eager).
+	PlanTokens int
+	// Tiles are the step's real attention query tiles and PlanTiles those
+	// the attention was laid out for (the plan's worst case; Tiles when
+	// eager): the difference is the tasks that returned at once.
+	Tiles, PlanTiles int
+}
+
+// Result is what Execute returns. Logits and Rows are reused by the next
+// call.
+type Result struct {
+	Logits []float32 // (rows, vocab)
+	Rows   []Rows    // (numSeqs) where each sequence's logits are
+	Stats  Stats
+}
+
+// New returns a runner for m over the cache engine's KV memory. With
+// opts.Buckets, call Warmup before the first step.
+func New(m model.Model, cache *CacheEngine, opts Options) *Runner {
+	r := &Runner{model: m, cache: cache, vocab: m.Config().VocabSize}
 	if opts.Buckets != nil {
 		r.plans = newPlans(opts.Buckets, max(1, opts.MaxNumSeqs))
 	}
 	return r
 }
 
-// LastPlan returns the plan the latest step ran with, or nil when it ran
-// eagerly.
-func (r *Runner) LastPlan() *Plan { return r.last }
-
-// LastForward returns the wall time of the latest step's forward pass (the
-// model's kernels), so that callers can tell the runner's and engine's own
-// per-step overhead from the compute.
-func (r *Runner) LastForward() time.Duration { return r.forward }
-
-// LastTiles returns the latest step's real attention query tiles and the
-// tiles its plan laid the attention out for (its bucket's worst case; equal
-// to the real count for an eager step). The difference is the tasks that
-// returned at once.
-func (r *Runner) LastTiles() (real, planned int) {
-	if r.last == nil {
-		return r.tiles, r.tiles
-	}
-	return r.tiles, max(r.tiles, r.last.QueryTiles)
-}
-
 // Cache returns the cache engine.
 func (r *Runner) Cache() *CacheEngine { return r.cache }
 
-// Execute runs one step. It returns the logits, (rows, vocab), and for each
-// entry of out.Seqs where its rows are. Both are reused by the next call.
-func (r *Runner) Execute(out *sched.Output) (logits []float32, rows []Rows, err error) {
-	if err := r.cache.Apply(out.SwapOut, out.SwapIn, out.Copies); err != nil {
-		return nil, nil, err
+// Execute runs one step: it checks the step against the cache (a bad step
+// is an error, never a panic), applies its cache operations and runs the
+// forward pass over its sequences. A step without sequences returns an
+// empty Result.
+func (r *Runner) Execute(s *sched.Step) (Result, error) {
+	if err := r.check(s); err != nil {
+		return Result{}, err
 	}
-	if len(out.Seqs) == 0 {
-		return nil, nil, nil
+	if err := r.cache.Apply(s.SwapOut, s.SwapIn, s.Copies); err != nil {
+		return Result{}, err
 	}
+	if s.NumSeqs() == 0 {
+		return Result{}, nil
+	}
+	var st Stats
 	if r.plans != nil {
-		r.last = r.plans.find(out, r.blocks.BlockSize())
+		st.Plan = r.plans.find(s, r.cache.Device.BlockSize)
 	}
-	if err := r.build(out); err != nil {
-		return nil, nil, err
-	}
+	r.build(s, 0, s.NumSeqs())
+	st.Tiles = kernels.AttentionTiles(r.batch.QueryStart)
+	st.PlanTiles = st.Tiles
 	r.batch.AttnTiles = 0
-	if r.last != nil {
-		r.batch.AttnTiles = r.last.QueryTiles
+	if st.Plan != nil {
+		r.batch.AttnTiles = st.Plan.QueryTiles
+		st.PlanTokens, st.PlanTiles = st.Plan.Tokens, max(st.Tiles, st.Plan.QueryTiles)
 	}
-	r.tiles = kernels.AttentionTiles(r.batch.QueryStart)
 	need := len(r.batch.LogitIndices) * r.vocab
 	if cap(r.logits) < need {
 		r.logits = make([]float32, need)
 	}
 	r.logits = r.logits[:need]
 	start := time.Now()
-	err = r.model.Forward(&r.batch, r.cache.Device, r.logits)
-	r.forward = time.Since(start)
+	err := r.model.Forward(&r.batch, r.cache.Device, r.logits)
+	st.Forward = time.Since(start)
 	if err != nil {
-		return nil, nil, err
+		return Result{}, err
 	}
-	return r.logits, r.rows, nil
+	return Result{Logits: r.logits, Rows: r.rows, Stats: st}, nil
 }
 
-// build fills the flat batch from the scheduled sequences.
-//
-//	out.Seqs:    A: prompt chunk tokens 0..4   B: decode token 9   C: tokens 4..6
-//	Tokens:      [a0 a1 a2 a3 a4 | b9 | c4 c5 c6]
-//	QueryStart:  [0, 5, 6, 9]
-//	ContextLens: [5, 10, 7]
-//	LogitIndices: rows that sample (or every row of a group that wants all logits)
-func (r *Runner) build(out *sched.Output) error {
-	b := &r.batch
-	b.Tokens, b.Positions, b.SlotMapping = b.Tokens[:0], b.Positions[:0], b.SlotMapping[:0]
-	b.QueryStart, b.ContextLens, b.BlockTables = append(b.QueryStart[:0], 0), b.ContextLens[:0], b.BlockTables[:0]
-	b.LogitIndices, r.rows = b.LogitIndices[:0], r.rows[:0]
-	for _, sq := range out.Seqs {
-		q := sq.Seq
-		end := sq.Start + sq.NumTokens
-		row := int32(len(b.Tokens))
-		b.Tokens = append(b.Tokens, q.Tokens[sq.Start:end]...)
-		for p := sq.Start; p < end; p++ {
-			b.Positions = append(b.Positions, int32(p))
-		}
-		var err error
-		if b.SlotMapping, err = r.blocks.SlotMapping(b.SlotMapping, q.ID, sq.Start, end); err != nil {
-			return fmt.Errorf("runner: request %s: %w", sq.Group.RequestID, err)
-		}
-		b.QueryStart = append(b.QueryStart, int32(len(b.Tokens)))
-		b.ContextLens = append(b.ContextLens, int32(end))
-		b.BlockTables = append(b.BlockTables, r.blocks.BlockTable(q.ID))
-		rows := Rows{First: len(b.LogitIndices)}
-		switch {
-		case sq.Group.AllLogits:
-			for i := range int32(sq.NumTokens) {
-				b.LogitIndices = append(b.LogitIndices, row+i)
-			}
-		case sq.Sample:
-			b.LogitIndices = append(b.LogitIndices, row+int32(sq.NumTokens)-1)
-		}
-		rows.Count = len(b.LogitIndices) - rows.First
-		r.rows = append(r.rows, rows)
+// check validates s and its block ids against the cache.
+func (r *Runner) check(s *sched.Step) error {
+	if err := s.Validate(); err != nil {
+		return err
 	}
-	return nil
+	host := 0
+	if r.cache.Host != nil {
+		host = r.cache.Host.NumBlocks
+	}
+	return s.CheckBlocks(r.cache.Device.NumBlocks, host, r.cache.Device.BlockSize)
+}
+
+// build points the flat batch at sequences [lo, hi) of the step (a
+// micro-batch of it when not the whole step): token ids, positions, slots
+// and context lengths are views into the step; query starts and logit
+// rows are rebased to the micro-batch's first token; block tables are
+// views into the step's Blocks. It fills r.rows, one per sequence.
+func (r *Runner) build(s *sched.Step, lo, hi int) {
+	b := &r.batch
+	first, last := s.QueryStart[lo], s.QueryStart[hi]
+	b.Tokens, b.Positions, b.SlotMapping = s.Tokens[first:last], s.Positions[first:last], s.SlotMapping[first:last]
+	b.ContextLens = s.ContextLens[lo:hi]
+	r.qstart, r.lidx, r.tables, r.rows = r.qstart[:0], r.lidx[:0], r.tables[:0], r.rows[:0]
+	for i := lo; i <= hi; i++ {
+		r.qstart = append(r.qstart, s.QueryStart[i]-first)
+	}
+	for _, row := range s.LogitIndices[s.LogitStart[lo]:s.LogitStart[hi]] {
+		r.lidx = append(r.lidx, row-first)
+	}
+	for i := lo; i < hi; i++ {
+		r.tables = append(r.tables, s.BlockTable(i))
+		r.rows = append(r.rows, Rows{First: int(s.LogitStart[i] - s.LogitStart[lo]), Count: s.NumLogits(i)})
+	}
+	b.QueryStart, b.LogitIndices, b.BlockTables = r.qstart, r.lidx, r.tables
 }

@@ -37,7 +37,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{m, blocks, s, New(m, blocks, ce, Options{})}
+	return &fixture{m, blocks, s, New(m, ce, Options{})}
 }
 
 func (f *fixture) add(id string, tokens ...int32) {
@@ -55,10 +55,10 @@ func TestExecuteDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.r.Execute(prefill); err != nil {
+	if _, err := f.r.Execute(&prefill.Step); err != nil {
 		t.Fatal(err)
 	}
-	if n := testalloc.Steady(5, func() { f.r.Execute(prefill) }); n != 0 {
+	if n := testalloc.Steady(5, func() { f.r.Execute(&prefill.Step) }); n != 0 {
 		t.Errorf("prefill step: %v allocations per Execute", n)
 	}
 	for _, sq := range prefill.Seqs {
@@ -71,10 +71,10 @@ func TestExecuteDoesNotAllocate(t *testing.T) {
 	if len(decode.Seqs) != 4 || decode.NumBatchedTokens != 4 {
 		t.Fatalf("want 4 decode tokens, got %d", decode.NumBatchedTokens)
 	}
-	if _, _, err := f.r.Execute(decode); err != nil {
+	if _, err := f.r.Execute(&decode.Step); err != nil {
 		t.Fatal(err)
 	}
-	if n := testalloc.Steady(5, func() { f.r.Execute(decode) }); n != 0 {
+	if n := testalloc.Steady(5, func() { f.r.Execute(&decode.Step) }); n != 0 {
 		t.Errorf("decode step: %v allocations per Execute", n)
 	}
 }
@@ -88,10 +88,11 @@ func TestExecuteReturnsSamplingRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits, rows, err := f.r.Execute(out)
+	res, err := f.r.Execute(&out.Step)
 	if err != nil {
 		t.Fatal(err)
 	}
+	logits, rows := res.Logits, res.Rows
 	vocab := f.m.Config().VocabSize
 	if len(logits) != 2*vocab || rows[0] != (Rows{0, 1}) || rows[1] != (Rows{1, 1}) {
 		t.Fatalf("logits %d (vocab %d), rows %v", len(logits), vocab, rows)

@@ -112,16 +112,12 @@ func (r *Runner) computeShapes() []computeShape {
 	return out
 }
 
-// reserve grows the batch and logits buffers to the given capacities.
+// reserve grows the runner's batch and logits buffers to the given
+// capacities (token ids, positions and slots are views into the step).
 func (r *Runner) reserve(tokens, seqs, logits int) {
-	b := &r.batch
-	b.Tokens = slices.Grow(b.Tokens[:0], tokens)
-	b.Positions = slices.Grow(b.Positions[:0], tokens)
-	b.SlotMapping = slices.Grow(b.SlotMapping[:0], tokens)
-	b.QueryStart = slices.Grow(b.QueryStart[:0], seqs+1)
-	b.ContextLens = slices.Grow(b.ContextLens[:0], seqs)
-	b.BlockTables = slices.Grow(b.BlockTables[:0], seqs)
-	b.LogitIndices = slices.Grow(b.LogitIndices[:0], max(logits, tokens))
+	r.qstart = slices.Grow(r.qstart[:0], seqs+1)
+	r.tables = slices.Grow(r.tables[:0], seqs)
+	r.lidx = slices.Grow(r.lidx[:0], max(logits, tokens))
 	r.rows = slices.Grow(r.rows[:0], seqs)
 	r.logits = slices.Grow(r.logits[:0], logits*r.vocab)
 }
@@ -130,7 +126,7 @@ func (r *Runner) reserve(tokens, seqs, logits int) {
 // remainder), none stored in the cache, reading block 0 onwards as context,
 // with attention laid out for tiles query tiles (the plans' worst case).
 func (r *Runner) dummyStep(tokens, seqs, tiles int) error {
-	bs := r.blocks.BlockSize()
+	bs := r.cache.Device.BlockSize
 	nb := (tokens + bs - 1) / bs
 	if nb > r.cache.Device.NumBlocks {
 		return fmt.Errorf("needs %d blocks of context, the cache has %d", nb, r.cache.Device.NumBlocks)

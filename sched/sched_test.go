@@ -138,13 +138,13 @@ func TestPreemptSwapsGroupsOfSeveral(t *testing.T) {
 	g.Seqs[1].Tokens[len(g.Seqs[1].Tokens)-1] = 8 // the fork sampled another token
 	// solo needs a block, pair needs two (one copy-on-write): 1 free left
 	out := step(t, s)
-	if out.NumPreempted != 1 || len(out.SwapOut) == 0 || s.NumSwapped() != 1 {
-		t.Fatalf("want the pair swapped out, got preempted=%d swapOut=%v swapped=%d", out.NumPreempted, out.SwapOut, s.NumSwapped())
+	if out.NumPreempted != 1 || len(out.Step.SwapOut) == 0 || s.NumSwapped() != 1 {
+		t.Fatalf("want the pair swapped out, got preempted=%d swapOut=%v swapped=%d", out.NumPreempted, out.Step.SwapOut, s.NumSwapped())
 	}
 	s.FinishSeq(s.running[0].Seqs[0])
 	out = step(t, s)
-	if len(out.SwapIn) == 0 || len(out.Seqs) != 2 {
-		t.Fatalf("want the pair swapped back in and scheduled, got %v swapIn=%v", shapes(out), out.SwapIn)
+	if len(out.Step.SwapIn) == 0 || len(out.Seqs) != 2 {
+		t.Fatalf("want the pair swapped back in and scheduled, got %v swapIn=%v", shapes(out), out.Step.SwapIn)
 	}
 }
 
@@ -218,6 +218,7 @@ func randomWorkload(t *testing.T, mode PreemptionMode, blockSize, blocks int, ca
 			dropped[g] = true
 		}
 		checkLimits(t, s, out, cfg)
+		checkStep(t, s, out, blockSize, blocks)
 		for _, sq := range out.Seqs {
 			q := sq.Seq
 			if !sq.Sample {
@@ -289,7 +290,7 @@ func TestRandomWorkloadExercisesPreemption(t *testing.T) {
 		swaps := 0
 		for steps := 0; steps < 30; steps++ {
 			out := step(t, s)
-			swaps += len(out.SwapOut)
+			swaps += len(out.Step.SwapOut)
 		}
 		if s.NumPreemptions == 0 || (mode == PreemptSwap) != (swaps > 0) {
 			t.Fatalf("mode %d: preemptions %d, swapped blocks %d", mode, s.NumPreemptions, swaps)

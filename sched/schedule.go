@@ -8,7 +8,9 @@ import (
 // Schedule builds the next step. It reserves the KV slots of every scheduled
 // token and advances each scheduled sequence's NumComputedTokens as if the
 // step had run: the caller runs the returned step before calling Schedule
-// again. The Output is valid until the next call.
+// again. Output.Step, filled last (after every reservation, so it holds the
+// final block tables), is the complete description the runner executes.
+// The Output is valid until the next call.
 func (s *Scheduler) Schedule() (*Output, error) {
 	s.out.reset()
 	s.kv.BeginRound()
@@ -27,6 +29,9 @@ func (s *Scheduler) Schedule() (*Output, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := s.out.Step.fill(s.out.Seqs, s.kv); err != nil {
+		return nil, err
 	}
 	for _, sq := range s.out.Seqs {
 		sq.Seq.NumComputedTokens += sq.NumTokens
@@ -105,7 +110,7 @@ func (s *Scheduler) runGroup(g *Group, budget *int) error {
 		}
 		start := q.NumComputedTokens
 		var err error
-		s.out.Copies, err = s.kv.AppendSlots(q.ID, q.Tokens[start:start+n], s.out.Copies)
+		s.out.Step.Copies, err = s.kv.AppendSlots(q.ID, q.Tokens[start:start+n], s.out.Step.Copies)
 		if err != nil {
 			return fmt.Errorf("sched: request %s: %w", g.RequestID, err)
 		}
@@ -133,7 +138,7 @@ func (s *Scheduler) preempt(g *Group) error {
 	swap := s.cfg.Preemption == PreemptSwap || (s.cfg.Preemption == PreemptAuto && len(ids) > 1)
 	if swap && s.kv.CanSwapOut(ids) {
 		var err error
-		if s.out.SwapOut, err = s.kv.SwapOut(ids, s.out.SwapOut); err != nil {
+		if s.out.Step.SwapOut, err = s.kv.SwapOut(ids, s.out.Step.SwapOut); err != nil {
 			return fmt.Errorf("sched: swap out request %s: %w", g.RequestID, err)
 		}
 		g.setStatus(StatusSwapped)
@@ -180,7 +185,7 @@ func (s *Scheduler) scheduleSwapped(budget *int) error {
 			continue
 		}
 		var err error
-		if s.out.SwapIn, err = s.kv.SwapIn(ids, s.out.SwapIn); err != nil {
+		if s.out.Step.SwapIn, err = s.kv.SwapIn(ids, s.out.Step.SwapIn); err != nil {
 			return fmt.Errorf("sched: swap in request %s: %w", g.RequestID, err)
 		}
 		s.swapped = s.swapped[1:]

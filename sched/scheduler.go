@@ -18,6 +18,11 @@
 //	waiting  ─ admitted by (priority, arrival) while budget, MaxNumSeqs and
 //	           blocks allow, only when nothing is swapped out
 //
+// Each step comes out twice: Output.Seqs, the engine's view (groups and
+// sequences to update after the step), and Output.Step, the runner's — a
+// plain-data, serializable description of the whole step (see Step), which
+// with tensor parallelism rank 0 broadcasts to the other ranks.
+//
 // A Scheduler is not safe for concurrent use: the engine loop owns it.
 package sched
 
@@ -81,15 +86,16 @@ type ScheduledSeq struct {
 	Sample    bool // the chunk reaches the end of Tokens: sample the next token
 }
 
-// Output is one step's plan. The runner executes SwapOut, then SwapIn, then
-// Copies, then the forward pass over Seqs. Its slices are reused by the next
-// Schedule call.
+// Output is one step's plan: the engine's view (Seqs, with the groups and
+// sequences to update after the step) and the runner's (Step, the
+// complete description of the forward pass and cache operations, which is
+// what crosses to the runner and, with tensor parallelism, to other ranks).
+// Step's sequence i is Seqs[i]. Its slices are reused by the next Schedule
+// call.
 type Output struct {
 	Seqs             []ScheduledSeq
-	SwapOut          []kvcache.Swap // device → host
-	SwapIn           []kvcache.Swap // host → device
-	Copies           []kvcache.Copy // device → device (copy-on-write)
-	NumBatchedTokens int
+	Step             Step
+	NumBatchedTokens int // len(Step.Tokens)
 	NumPreempted     int // groups preempted while building this step
 	// Ignored lists groups removed because they can never fit in the KV
 	// cache; the engine finishes them with an error.
@@ -97,12 +103,11 @@ type Output struct {
 }
 
 // Empty reports whether the step has nothing to run.
-func (o *Output) Empty() bool {
-	return len(o.Seqs) == 0 && len(o.SwapOut) == 0 && len(o.SwapIn) == 0 && len(o.Copies) == 0
-}
+func (o *Output) Empty() bool { return len(o.Seqs) == 0 && o.Step.Empty() }
 
 func (o *Output) reset() {
-	o.Seqs, o.SwapOut, o.SwapIn, o.Copies = o.Seqs[:0], o.SwapOut[:0], o.SwapIn[:0], o.Copies[:0]
+	o.Seqs = o.Seqs[:0]
+	o.Step.Reset()
 	clear(o.Ignored)
 	o.Ignored = o.Ignored[:0]
 	o.NumBatchedTokens, o.NumPreempted = 0, 0

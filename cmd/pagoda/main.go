@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"pagoda/dist"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -41,7 +43,11 @@ func commands() []command {
 		{"bench", "benchmarks: " + benchNames(), runBench},
 		{"buckets", "print the shape buckets of a configuration", runBuckets},
 		{"model", "inspect model files (model info FILE)", runModel},
-		{"version", "print the version", func(_ []string, stdout, _ io.Writer) error {
+		{"version", "print the version (and \"with Open MPI\" for a build with -tags mpi)", func(_ []string, stdout, _ io.Writer) error {
+			if dist.MPIAvailable {
+				fmt.Fprintln(stdout, "pagoda", version, "with Open MPI")
+				return nil
+			}
 			fmt.Fprintln(stdout, "pagoda", version)
 			return nil
 		}},

@@ -1,0 +1,266 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+
+	"pagoda/kvcache"
+)
+
+// Step is the complete, self-contained description of one forward step:
+// everything the runner needs, and nothing it has to look up elsewhere (no
+// sequence, group or block-manager state). Schedule fills Output.Step; the
+// runner executes it. With tensor parallelism, rank 0 broadcasts its wire
+// form (AppendBinary) and every rank executes the same Step on its shard of
+// the model, with the same block ids.
+//
+// Layout, for three sequences (A: prompt tokens 0..4, B: a decode token at
+// position 9, C: a prompt chunk 4..6) with BlockSize 4:
+//
+//	SeqIDs:          [A B C]                          (numSeqs)
+//	Flags:           [Sample Sample 0]                (numSeqs; C's chunk does not sample)
+//	Tokens:          [a0 a1 a2 a3 a4 | b9 | c4 c5 c6] (numTokens)
+//	Positions:       [0  1  2  3  4  | 9  | 4  5  6 ] (numTokens)
+//	SlotMapping:     block*BlockSize + offset of each token's K/V (numTokens)
+//	QueryStart:      [0 5 6 9]       rows of seq i: [QueryStart[i], QueryStart[i+1])
+//	ContextLens:     [5 10 7]        tokens in context after the step
+//	BlockTableStart: [0 2 5 7]       blocks of seq i: Blocks[BlockTableStart[i]:BlockTableStart[i+1]]
+//	Blocks:          [A's 2 | B's 3 | C's 2] physical block ids, logical order
+//	LogitIndices:    [4 5]           rows of Tokens whose logits are returned, in order
+//	LogitStart:      [0 1 2 2]       logit rows of seq i: [LogitStart[i], LogitStart[i+1])
+//
+// Invariants (Validate checks them; the scheduler never breaks them): the
+// prefix arrays have numSeqs+1 entries starting at 0 and never decrease
+// (all three may be empty when numSeqs is 0); QueryStart ends at numTokens,
+// BlockTableStart at len(Blocks), LogitStart at len(LogitIndices); every
+// sequence computes ≥ 1 token; the tokens of sequence i sit at positions
+// ContextLens[i]−q … ContextLens[i]−1 (q its query length), in order; its
+// logit rows lie inside its own rows, increasing. CheckBlocks adds the
+// bounds a given cache imposes (block ids, slots, block-table coverage).
+//
+// Cache operations run before the forward pass: SwapOut, then SwapIn, then
+// Copies (see runner.CacheEngine.Apply). A step may carry only cache
+// operations and no sequences.
+type Step struct {
+	SeqIDs          []int64
+	Flags           []SeqFlags
+	QueryStart      []int32
+	ContextLens     []int32
+	BlockTableStart []int32
+	Blocks          []int32
+	LogitStart      []int32
+
+	Tokens       []int32
+	Positions    []int32
+	SlotMapping  []int32
+	LogitIndices []int32
+
+	SwapOut []kvcache.Swap // device → host
+	SwapIn  []kvcache.Swap // host → device
+	Copies  []kvcache.Copy // device → device (copy-on-write)
+}
+
+// SeqFlags describe a scheduled sequence beyond its tokens.
+type SeqFlags uint8
+
+const (
+	// FlagSample: the chunk reaches the end of the sequence's tokens, its
+	// last row samples the next token.
+	FlagSample SeqFlags = 1 << iota
+	// FlagAllLogits: the group wants the logits of every computed position
+	// (prompt logprobs); such a step runs from a prefill plan.
+	FlagAllLogits
+
+	flagsKnown = FlagSample | FlagAllLogits
+)
+
+// NumSeqs is the number of scheduled sequences.
+func (s *Step) NumSeqs() int { return len(s.ContextLens) }
+
+// NumTokens is the number of query tokens.
+func (s *Step) NumTokens() int { return len(s.Tokens) }
+
+// QueryLen is the number of tokens sequence i computes.
+func (s *Step) QueryLen(i int) int { return int(s.QueryStart[i+1] - s.QueryStart[i]) }
+
+// BlockTable is sequence i's block table (a view into Blocks).
+func (s *Step) BlockTable(i int) []int32 {
+	return s.Blocks[s.BlockTableStart[i]:s.BlockTableStart[i+1]:s.BlockTableStart[i+1]]
+}
+
+// NumLogits is the number of logit rows of sequence i.
+func (s *Step) NumLogits(i int) int { return int(s.LogitStart[i+1] - s.LogitStart[i]) }
+
+// Empty reports whether the step has nothing to run.
+func (s *Step) Empty() bool {
+	return s.NumSeqs() == 0 && len(s.SwapOut) == 0 && len(s.SwapIn) == 0 && len(s.Copies) == 0
+}
+
+// Reset empties the step, keeping its buffers.
+func (s *Step) Reset() {
+	s.SeqIDs, s.Flags, s.QueryStart, s.ContextLens = s.SeqIDs[:0], s.Flags[:0], s.QueryStart[:0], s.ContextLens[:0]
+	s.BlockTableStart, s.Blocks, s.LogitStart = s.BlockTableStart[:0], s.Blocks[:0], s.LogitStart[:0]
+	s.Tokens, s.Positions, s.SlotMapping, s.LogitIndices = s.Tokens[:0], s.Positions[:0], s.SlotMapping[:0], s.LogitIndices[:0]
+	s.SwapOut, s.SwapIn, s.Copies = s.SwapOut[:0], s.SwapIn[:0], s.Copies[:0]
+}
+
+// fill appends the sequences of seqs to the step (whose cache operations
+// are already recorded), reading token ids from the sequences and block
+// tables and slots from kv. It allocates only while the step grows past
+// its largest size so far.
+func (s *Step) fill(seqs []ScheduledSeq, kv *kvcache.Manager) error {
+	s.QueryStart = append(s.QueryStart[:0], 0)
+	s.BlockTableStart = append(s.BlockTableStart[:0], 0)
+	s.LogitStart = append(s.LogitStart[:0], 0)
+	for _, sq := range seqs {
+		q := sq.Seq
+		end := sq.Start + sq.NumTokens
+		row := int32(len(s.Tokens))
+		s.Tokens = append(s.Tokens, q.Tokens[sq.Start:end]...)
+		for p := sq.Start; p < end; p++ {
+			s.Positions = append(s.Positions, int32(p))
+		}
+		var err error
+		if s.SlotMapping, err = kv.SlotMapping(s.SlotMapping, q.ID, sq.Start, end); err != nil {
+			return fmt.Errorf("sched: request %s: %w", sq.Group.RequestID, err)
+		}
+		var f SeqFlags
+		switch {
+		case sq.Group.AllLogits:
+			f |= FlagAllLogits
+			for i := range int32(sq.NumTokens) {
+				s.LogitIndices = append(s.LogitIndices, row+i)
+			}
+		case sq.Sample:
+			s.LogitIndices = append(s.LogitIndices, row+int32(sq.NumTokens)-1)
+		}
+		if sq.Sample {
+			f |= FlagSample
+		}
+		s.SeqIDs = append(s.SeqIDs, q.ID)
+		s.Flags = append(s.Flags, f)
+		s.QueryStart = append(s.QueryStart, int32(len(s.Tokens)))
+		s.ContextLens = append(s.ContextLens, int32(end))
+		s.Blocks = append(s.Blocks, kv.BlockTable(q.ID)...)
+		s.BlockTableStart = append(s.BlockTableStart, int32(len(s.Blocks)))
+		s.LogitStart = append(s.LogitStart, int32(len(s.LogitIndices)))
+	}
+	return nil
+}
+
+// ErrInvalidStep is wrapped by every error of Validate, CheckBlocks and
+// UnmarshalBinary.
+var ErrInvalidStep = errors.New("sched: invalid step")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidStep}, args...)...)
+}
+
+// Validate checks the invariants in Step's documentation. It does not
+// allocate unless it fails.
+func (s *Step) Validate() error {
+	n := s.NumSeqs()
+	if len(s.SeqIDs) != n || len(s.Flags) != n {
+		return invalid("%d sequence ids and %d flags for %d sequences", len(s.SeqIDs), len(s.Flags), n)
+	}
+	if len(s.Positions) != len(s.Tokens) || len(s.SlotMapping) != len(s.Tokens) {
+		return invalid("%d positions and %d slots for %d tokens", len(s.Positions), len(s.SlotMapping), len(s.Tokens))
+	}
+	if n == 0 && len(s.QueryStart) <= 1 && len(s.BlockTableStart) <= 1 && len(s.LogitStart) <= 1 {
+		if len(s.Tokens)+len(s.Blocks)+len(s.LogitIndices) != 0 {
+			return invalid("tokens, blocks or logits without sequences")
+		}
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		a    []int32
+		end  int
+	}{{"QueryStart", s.QueryStart, len(s.Tokens)}, {"BlockTableStart", s.BlockTableStart, len(s.Blocks)},
+		{"LogitStart", s.LogitStart, len(s.LogitIndices)}} {
+		if err := checkPrefix(p.name, p.a, n, p.end); err != nil {
+			return err
+		}
+	}
+	for i := range n {
+		if err := s.validateSeq(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPrefix checks a prefix-sum array of n+1 entries from 0 to end.
+func checkPrefix(name string, a []int32, n, end int) error {
+	if len(a) != n+1 || a[0] != 0 || int(a[n]) != end {
+		return invalid("%s must have %d entries from 0 to %d", name, n+1, end)
+	}
+	for i := range n {
+		if a[i+1] < a[i] {
+			return invalid("%s decreases at %d", name, i)
+		}
+	}
+	return nil
+}
+
+func (s *Step) validateSeq(i int) error {
+	q, ctx := s.QueryLen(i), int(s.ContextLens[i])
+	if q < 1 || ctx < q {
+		return invalid("sequence %d computes %d tokens with %d in context", i, q, ctx)
+	}
+	if s.Flags[i]&^flagsKnown != 0 {
+		return invalid("sequence %d has unknown flags %#x", i, s.Flags[i])
+	}
+	first := int(s.QueryStart[i])
+	for j := range q {
+		if int(s.Positions[first+j]) != ctx-q+j {
+			return invalid("sequence %d: token %d at position %d, want %d", i, j, s.Positions[first+j], ctx-q+j)
+		}
+	}
+	prev := int32(first - 1)
+	for _, r := range s.LogitIndices[s.LogitStart[i]:s.LogitStart[i+1]] {
+		if r <= prev || int(r) >= first+q {
+			return invalid("sequence %d: logit row %d outside its rows [%d, %d) or out of order", i, r, first, first+q)
+		}
+		prev = r
+	}
+	return nil
+}
+
+// CheckBlocks checks the step against a cache of numBlocks device blocks,
+// numHostBlocks host blocks and blockSize slots per block: block ids and
+// slots in range (slot −1 writes nothing), each block table covering its
+// context. Call it after Validate.
+func (s *Step) CheckBlocks(numBlocks, numHostBlocks, blockSize int) error {
+	for _, b := range s.Blocks {
+		if b < 0 || int(b) >= numBlocks {
+			return invalid("block %d outside the %d device blocks", b, numBlocks)
+		}
+	}
+	for _, sl := range s.SlotMapping {
+		if sl < -1 || int64(sl) >= int64(numBlocks)*int64(blockSize) {
+			return invalid("slot %d outside %d blocks of %d", sl, numBlocks, blockSize)
+		}
+	}
+	for i := range s.NumSeqs() {
+		if have := int(s.BlockTableStart[i+1]-s.BlockTableStart[i]) * blockSize; have < int(s.ContextLens[i]) {
+			return invalid("sequence %d: %d tokens of context, its blocks hold %d", i, s.ContextLens[i], have)
+		}
+	}
+	for _, c := range s.Copies {
+		if min(c.Src, c.Dst) < 0 || int(max(c.Src, c.Dst)) >= numBlocks {
+			return invalid("copy %d → %d outside the %d device blocks", c.Src, c.Dst, numBlocks)
+		}
+	}
+	for _, ops := range [2]struct {
+		sw       []kvcache.Swap
+		src, dst int
+	}{{s.SwapOut, numBlocks, numHostBlocks}, {s.SwapIn, numHostBlocks, numBlocks}} {
+		for _, w := range ops.sw {
+			if w.Src < 0 || int(w.Src) >= ops.src || w.Dst < 0 || int(w.Dst) >= ops.dst {
+				return invalid("swap %d → %d out of range", w.Src, w.Dst)
+			}
+		}
+	}
+	return nil
+}
