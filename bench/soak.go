@@ -47,6 +47,7 @@ type soaker struct {
 	// ns) of non-streamed requests, then of streams' first chunk: early
 	// hang-ups land at a fraction of it.
 	scale [2]atomic.Int64
+	mu    sync.Mutex // serializes progress lines
 }
 
 // Soak runs the soak and reports it; an error means it could not run (bad
@@ -147,15 +148,13 @@ func (s *soaker) one(ctx context.Context, req soakRequest) soakResult {
 	return res
 }
 
-var progressMu sync.Mutex
-
 // progress prints a line at every 10% of the requests.
 func (s *soaker) progress(done, total int) {
 	if s.cfg.Progress == nil || (done*10/total == (done-1)*10/total && done != total) {
 		return
 	}
-	progressMu.Lock()
-	defer progressMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	fmt.Fprintf(s.cfg.Progress, "soak: %d/%d requests done\n", done, total)
 }
 

@@ -104,15 +104,21 @@ type settleResult struct {
 	Last    map[string]float64 // the last scrape
 }
 
+// settleAttempts failed scrapes in a row end the wait: the server is gone.
+const settleAttempts = 5
+
 // settle polls /metrics until the running, waiting (and swapped) request
-// gauges and the KV usage are all 0, or timeout passes. Without the
-// running, waiting and KV gauges it reports an error.
+// gauges and the KV usage are all 0, or timeout passes, or settleAttempts
+// scrapes in a row fail. Without the running, waiting and KV gauges it
+// reports an error.
 func settle(ctx context.Context, hc *http.Client, base string, timeout, every time.Duration) settleResult {
 	start := time.Now()
 	var r settleResult
-	for {
+	for failures := 0; failures < settleAttempts; {
 		m, err := ScrapeAll(ctx, hc, base)
+		failures++
 		if err == nil {
+			failures = 0
 			r.Last = m
 			r.Gauges = pickGauges(m)
 			r.Err = ""
@@ -128,10 +134,11 @@ func settle(ctx context.Context, hc *http.Client, base string, timeout, every ti
 			r.Err = err.Error()
 		}
 		if time.Since(start) >= timeout || !sleep(ctx, every) {
-			r.After = time.Since(start)
-			return r
+			break
 		}
 	}
+	r.After = time.Since(start)
+	return r
 }
 
 // hasKV reports whether g has the running, waiting and a KV usage gauge.

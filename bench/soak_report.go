@@ -185,8 +185,8 @@ func (r *SoakReport) latencies(results []soakResult) {
 	r.LatencyMs = Percentiles{P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: ms[len(ms)-1]}
 }
 
-// judge lists the failures: lost requests, server errors, malformed
-// requests accepted, gauges that did not return to 0, a dead server, and
+// judge lists the failures: lost requests, server errors, no completed
+// request at all, malformed requests accepted, gauges that did not return to 0, a dead server, and
 // RSS growth beyond maxGrowth (when > 0).
 func (r *SoakReport) judge(maxGrowth float64) {
 	if r.RSS.Warmup > 0 && r.RSS.End > 0 {
@@ -195,6 +195,9 @@ func (r *SoakReport) judge(maxGrowth float64) {
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
 	if r.Lost > 0 {
 		fail("%d requests lost", r.Lost)
+	}
+	if r.Completed == 0 && r.Sent > r.MalformedSent {
+		fail("no request completed")
 	}
 	if r.ServerErrors > 0 {
 		fail("%d server errors (5xx)", r.ServerErrors)

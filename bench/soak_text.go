@@ -36,7 +36,7 @@ func (r *SoakReport) WriteText(w io.Writer, verbose bool) {
 	line("%-34s %d sent, %d rejected, %d accepted wrongly", "Malformed:", r.MalformedSent, r.MalformedRejected,
 		sumCounts(r.MalformedAccepted))
 	counts(w, r.MalformedAccepted, 20)
-	if verbose {
+	if verbose && len(r.MalformedOutcomes) > 0 {
 		line("  malformed outcomes:")
 		counts(w, r.MalformedOutcomes, 100)
 	}
