@@ -3,8 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -27,7 +31,7 @@ func TestSoakStories260K(t *testing.T) {
 	bin := buildPagoda(t)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	srv := startSoakServer(t, bin, port)
+	srv := startSoakServer(t, bin, port, "20s")
 	waitHealthy(t, base, srv)
 
 	cmd := exec.Command(bin, "bench", "soak", "--base-url", base, "--num-requests", "400", "--max-concurrency", "16",
@@ -38,19 +42,7 @@ func TestSoakStories260K(t *testing.T) {
 	start := time.Now()
 	runErr := cmd.Run()
 	t.Logf("bench soak (%.1fs): %v\n%s%s", time.Since(start).Seconds(), runErr, stdout.String(), stderr.String())
-	var rep struct {
-		Sent, Completed, Aborted, Rejected, Lost int
-		ServerErrors                             int            `json:"server_errors_5xx"`
-		MalformedSent                            int            `json:"malformed_sent"`
-		MalformedAccepted                        map[string]int `json:"malformed_accepted"`
-		Settled                                  bool           `json:"gauges_settled"`
-		ServerAlive                              bool           `json:"server_alive"`
-		Preemptions                              float64        `json:"preemptions"`
-		Failures                                 []string       `json:"failures"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("the soak printed no JSON report (%v)", err)
-	}
+	rep := parseSoakReport(t, stdout.Bytes())
 	switch {
 	case rep.Sent != 400 || rep.Completed == 0 || rep.Aborted == 0 || rep.MalformedSent == 0:
 		t.Errorf("the soak did not exercise the server: %+v", rep)
@@ -71,11 +63,12 @@ func TestSoakStories260K(t *testing.T) {
 
 // startSoakServer starts `pagoda serve` on stories260K with the soak's
 // small KV pool.
-func startSoakServer(t *testing.T, bin string, port int) *server {
+func startSoakServer(t *testing.T, bin string, port int, shutdownTimeout string) *server {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", storiesPath, "--port", strconv.Itoa(port), "--chat-template", soakChatTemplate,
 		"--num-gpu-blocks-override", "16", "--block-size", "16", "--swap-space", "81920", "--max-num-seqs", "16",
-		"--max-model-len", "128", "--max-num-batched-tokens", "128", "--shutdown-timeout", "20s", "--disable-log-stats")
+		"--max-model-len", "128", "--max-num-batched-tokens", "128", "--shutdown-timeout", shutdownTimeout,
+		"--disable-log-stats")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -93,4 +86,126 @@ func startSoakServer(t *testing.T, bin string, port int) *server {
 		}
 	})
 	return s
+}
+
+// soakReport is the part of `pagoda bench soak --json` the tests check.
+type soakReport struct {
+	Sent, Completed, Aborted, Rejected, Lost int
+	ServerErrors                             int            `json:"server_errors_5xx"`
+	MalformedSent                            int            `json:"malformed_sent"`
+	MalformedAccepted                        map[string]int `json:"malformed_accepted"`
+	LostReasons                              map[string]int `json:"lost_reasons"`
+	Settled                                  bool           `json:"gauges_settled"`
+	ServerAlive                              bool           `json:"server_alive"`
+	Preemptions                              float64        `json:"preemptions"`
+	Failures                                 []string       `json:"failures"`
+}
+
+func parseSoakReport(t *testing.T, out []byte) soakReport {
+	t.Helper()
+	var rep soakReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("the soak printed no JSON report (%v)", err)
+	}
+	return rep
+}
+
+// TestSoakShutdown stops `pagoda serve` with SIGTERM in the middle of a
+// soak, with a grace period too short for the requests in flight. Those
+// must end with an answer or, for streams, an error event and [DONE]: no
+// stream may be cut short, no request may get a 5xx; requests sent after
+// the server stopped listening fail to connect (or find their idle
+// connection closed), which is expected. The server must exit 0.
+func TestSoakShutdown(t *testing.T) {
+	bin := buildPagoda(t)
+	port := freePort(t)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	srv := startSoakServer(t, bin, port, "300ms")
+	waitHealthy(t, base, srv)
+
+	cmd := exec.Command(bin, "bench", "soak", "--base-url", base, "--num-requests", "3000", "--max-concurrency", "16",
+		"--hangup-rate", "0", "--malformed-rate", "0", "--max-tokens", "96", "--seed", "9", "--settle-timeout", "1s",
+		"--request-timeout", "2m", "--json", "--quiet")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	soakDone := make(chan error, 1)
+	go func() { soakDone <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-soakDone
+		}
+	})
+	waitGenerated(t, base, 300)
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.exited:
+		if err != nil {
+			t.Errorf("pagoda serve exited with %v after SIGTERM", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("pagoda serve did not exit within a minute of SIGTERM")
+	}
+	runErr := <-soakDone
+	t.Logf("bench soak: %v\n%s%s", runErr, stdout.String(), stderr.String())
+	rep := parseSoakReport(t, stdout.Bytes())
+	if rep.Completed == 0 || rep.ServerErrors != 0 {
+		t.Errorf("completed %d, 5xx %d", rep.Completed, rep.ServerErrors)
+	}
+	for reason, n := range rep.LostReasons {
+		if !connectionGone(reason) {
+			t.Errorf("%d requests lost at shutdown: %s", n, reason)
+		}
+	}
+}
+
+// connectionGone reports whether a lost request's reason is a connection
+// the stopped server refused or closed before answering: the request was
+// sent after the server stopped listening, or on an idle connection it
+// closed.
+func connectionGone(reason string) bool {
+	for _, s := range []string{"connection refused", "connection reset by peer", "server closed idle connection"} {
+		if strings.Contains(reason, s) {
+			return true
+		}
+	}
+	return strings.HasSuffix(reason, ": EOF")
+}
+
+// waitGenerated waits until the server has generated n tokens
+// (vllm:generation_tokens_total), so that requests are in flight.
+func waitGenerated(t *testing.T, base string, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if v := scrapeSum(base, "vllm:generation_tokens_total"); v >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the server generated fewer than %v tokens in a minute", n)
+}
+
+// scrapeSum sums the samples of a metric on /metrics (0 when unreadable).
+func scrapeSum(base, name string) float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
 }
