@@ -86,8 +86,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	st := settle(ctx, s.hc, s.base, cfg.SettleTimeout, 200*time.Millisecond)
 	rep.Gauges, rep.Settled, rep.SettleS, rep.GaugeError = st.Gauges, st.Settled, st.After.Seconds(), st.Err
 	rep.RSS.End = st.Last[rssMetric]
-	if p0, ok := m0[preemptMetric]; ok {
-		rep.Preemptions = st.Last[preemptMetric] - p0
+	p0, ok0 := m0[preemptMetric]
+	if p1, ok1 := st.Last[preemptMetric]; ok0 && ok1 {
+		rep.Preemptions = p1 - p0
 	}
 	rep.ServerAlive = healthy(ctx, s.hc, s.base)
 	rep.judge(cfg.MaxRSSGrowth)
