@@ -35,7 +35,9 @@ type soakServer struct {
 	delay     time.Duration // before a JSON answer, and between stream chunks
 	running   atomic.Int64  // requests in the handler (the running gauge)
 	stuck     bool          // the running gauge never returns to 0
-	handled   atomic.Int64
+	// disconnects counts requests whose client left before the handler
+	// returned.
+	disconnects atomic.Int64
 }
 
 func newSoakServer(t *testing.T, cfg SoakConfig, misbehave func(soakRequest) string) (*soakServer, *httptest.Server) {
@@ -70,7 +72,6 @@ func (f *soakServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.running.Add(1)
 	defer f.running.Add(-1)
-	f.handled.Add(1)
 	if r.ContentLength > 1<<20 {
 		http.Error(w, `{"error":{"message":"too large"}}`, http.StatusRequestEntityTooLarge)
 		return
@@ -87,6 +88,9 @@ func (f *soakServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.answer(w, r, req, how)
+	if r.Context().Err() != nil {
+		f.disconnects.Add(1)
+	}
 }
 
 func (f *soakServer) answer(w http.ResponseWriter, r *http.Request, req soakRequest, how string) {

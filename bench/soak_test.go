@@ -108,8 +108,9 @@ func TestSoakMisbehavingServer(t *testing.T) {
 func TestSoakHangups(t *testing.T) {
 	cfg := testSoakConfig("", 300)
 	cfg.HangupRate, cfg.MalformedRate = 1, 0
-	rep, _ := fakeSoak(t, cfg, func(soakRequest) string { return fakeOK }, func(f *soakServer, _ *httptest.Server) { f.delay = 10 * time.Millisecond })
-	if rep.Lost > 0 || rep.HangupsPlanned != 300 || rep.Aborted+rep.HangupsMissed != 300 || len(rep.Failures) > 0 {
+	rep, f := fakeSoak(t, cfg, func(soakRequest) string { return fakeOK }, func(f *soakServer, _ *httptest.Server) { f.delay = 10 * time.Millisecond })
+	if rep.Lost > 0 || rep.HangupsPlanned != 300 || rep.Aborted+rep.HangupsMissed != 300 || len(rep.Failures) > 0 ||
+		f.disconnects.Load() == 0 {
 		t.Fatalf("report:\n%s", report(rep))
 	}
 	for _, phase := range []string{phaseMidStream, phaseBeforeResponse} {
