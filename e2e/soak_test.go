@@ -75,11 +75,18 @@ func startSoakServer(t *testing.T, bin string, port int, shutdownTimeout string)
 		t.Fatal(err)
 	}
 	s := &server{cmd: cmd, out: out, exited: make(chan error, 1)}
-	go func() { s.exited <- cmd.Wait() }()
+	done := make(chan struct{}) // closed when the process has exited
+	go func() {
+		err := cmd.Wait()
+		close(done)
+		s.exited <- err
+	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-done:
+		default:
 			cmd.Process.Kill()
-			<-s.exited
+			<-done
 		}
 		if t.Failed() {
 			t.Logf("pagoda serve output:\n%s", out.String())
@@ -131,10 +138,16 @@ func TestSoakShutdown(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	soakDone := make(chan error, 1)
-	go func() { soakDone <- cmd.Wait() }()
+	var runErr error
+	soakDone := make(chan struct{}) // closed when the soak has exited
+	go func() {
+		runErr = cmd.Wait()
+		close(soakDone)
+	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-soakDone:
+		default:
 			cmd.Process.Kill()
 			<-soakDone
 		}
@@ -151,7 +164,7 @@ func TestSoakShutdown(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("pagoda serve did not exit within a minute of SIGTERM")
 	}
-	runErr := <-soakDone
+	<-soakDone
 	t.Logf("bench soak: %v\n%s%s", runErr, stdout.String(), stderr.String())
 	rep := parseSoakReport(t, stdout.Bytes())
 	if rep.Completed == 0 || rep.ServerErrors != 0 {
