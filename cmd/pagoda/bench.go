@@ -12,6 +12,7 @@ func benchCommands() []command {
 		{"serve", "online serving benchmark against an OpenAI-compatible server", runBenchServe},
 		{"ceilings", "machine ceilings: memory read bandwidth, FMA and int8 dot peaks on 1 and N threads", runBenchCeilings},
 		{"plans", "captured step plans vs eager: warm-up time and memory per bucketing strategy, per-step overhead, GC cycles, padding", runBenchPlans},
+		{"soak", "robustness soak: every request shape with client hang-ups and malformed bodies; fails on lost requests, 5xx, gauges not back to 0", runBenchSoak},
 		{"latency", "llama-bench-like prefill/decode tokens/s and batched decode, as fractions of the ceilings", runBenchLatency},
 		{"structured", "JSON-schema-constrained vs free decoding: output tokens/s and grammar mask times", runBenchStructured},
 	}
