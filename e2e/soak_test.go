@@ -6,15 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"pagoda/internal/testmodel"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// storiesPath is the tiny test model in the repository (testdata/models).
-const storiesPath = "../testdata/models/stories260K/stories260K.gguf"
 
 // soakChatTemplate joins the messages' contents: stories260K has no template.
 const soakChatTemplate = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
@@ -65,7 +63,7 @@ func TestSoakStories260K(t *testing.T) {
 // small KV pool.
 func startSoakServer(t *testing.T, bin string, port int, shutdownTimeout string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", storiesPath, "--port", strconv.Itoa(port), "--chat-template", soakChatTemplate,
+	cmd := exec.Command(bin, "serve", testmodel.Stories(t), "--port", strconv.Itoa(port), "--chat-template", soakChatTemplate,
 		"--num-gpu-blocks-override", "16", "--block-size", "16", "--swap-space", "81920", "--max-num-seqs", "16",
 		"--max-model-len", "128", "--max-num-batched-tokens", "128", "--shutdown-timeout", shutdownTimeout,
 		"--disable-log-stats")
