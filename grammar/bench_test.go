@@ -94,3 +94,16 @@ func BenchmarkNewVocab(b *testing.B) {
 		NewVocab(dm.vocab.pieces, dm.vocab.eog)
 	}
 }
+
+// BenchmarkCompileSchema times FromJSONSchema and Compile of personSchema (once per request
+// unless the caller caches the Compiled).
+func BenchmarkCompileSchema(b *testing.B) {
+	dm := loadDefault(b)
+	for b.Loop() {
+		g, err := FromJSONSchema([]byte(personSchema), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		Compile(g, dm.vocab)
+	}
+}
