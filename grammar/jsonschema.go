@@ -138,6 +138,9 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 		}
 		return c.enum(v.vals, types, path+"/enum")
 	}
+	if types == nil {
+		return ref("value"), nil
+	}
 	var alts []*node
 	for _, t := range types {
 		n, err := c.typed(s, t, name, path)

@@ -73,6 +73,9 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 		{`{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},"required":["v","next"]}},"$ref":"#/$defs/node"}`, false, []acceptCase{
 			{`{"v":1,"next":{"v":2,"next":null}}`, true}, {`{"v":1,"next":{"v":2}}`, false},
 		}},
+		{`{}`, false, []acceptCase{{`{"a":[1,"b"]}`, true}, {`"x"`, true}, {`-1.5e3`, true}, {`nul`, false}}},
+		{`true`, false, []acceptCase{{`[true, null]`, true}, {`[`, false}}},
+		{`{"description":"anything","properties":{"a":{"type":"integer"}},"required":["a"]}`, false, []acceptCase{{`{"a":1}`, true}, {`{}`, false}}},
 		{`{"enum":["a",1,null,{"x":true}]}`, false, []acceptCase{{`"a"`, true}, {`1`, true}, {`null`, true}, {`{"x":true}`, true}, {`2`, false}}},
 		{`{"type":"string","enum":["a",1]}`, false, []acceptCase{{`"a"`, true}, {`1`, false}}},
 		{`{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"number"}}}`, false, []acceptCase{
