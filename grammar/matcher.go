@@ -10,7 +10,7 @@ import (
 // maxCacheBytes bounds a Compiled's cache of states, transitions and masks (about 1 KiB a
 // state and 6 KiB a mask for a 49,152-token vocabulary); past it the cache starts over
 // (matchers keep their stacks, so nothing they hold is lost).
-const maxCacheBytes = 128 << 20
+const maxCacheBytes = 64 << 20
 
 // state is a set of stacks (sorted ids of their tops) as a node of the lazily built
 // deterministic automaton: next[b] is 0 while unknown, -1 when byte b kills every stack, else
