@@ -97,8 +97,8 @@ func runWalk(t *testing.T, tg fuzzTarget, c *Compiled, choices []byte) {
 		var allowed []int32
 		for id := int32(0); int(id) < fuzzVocab.Size(); id++ {
 			err := m.Clone().Accept(id)
-			if bit(mask, id) != (err == nil) {
-				t.Fatalf("%s after %q: token %q in mask %v, Accept %v", tg.name, text, fuzzVocab.pieces[id], bit(mask, id), err)
+			if bit(mask, id) != (err == nil) || m.Allows(id) != (err == nil) {
+				t.Fatalf("%s after %q: token %q in mask %v, Allows %v, Accept %v", tg.name, text, fuzzVocab.pieces[id], bit(mask, id), m.Allows(id), err)
 			}
 			if err == nil {
 				allowed = append(allowed, id)

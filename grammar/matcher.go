@@ -16,9 +16,10 @@ const maxCacheBytes = 64 << 20
 // deterministic automaton: next[b] is 0 while unknown, -1 when byte b kills every stack, else
 // 1 + the id of the state after b. mask is the state's token mask once computed.
 type state struct {
-	set  []int32
-	next [256]int32
-	mask []uint64
+	set   []int32
+	next  [256]int32
+	mask  []uint64
+	final bool // set is {0}: complete, nothing can follow
 }
 
 // Compiled is a Grammar bound to a Vocab. It owns the interned stack frames of its matchers and
@@ -65,7 +66,7 @@ func (c *Compiled) stateOf(set []int32) int32 {
 	if id, ok := c.stateIdx[string(setKey(set))]; ok {
 		return id
 	}
-	st := &state{set: slices.Clone(set)}
+	st := &state{set: slices.Clone(set), final: len(set) == 1 && set[0] == 0}
 	id := int32(len(c.states))
 	c.states = append(c.states, st)
 	c.stateIdx[string(setKey(st.set))] = id
@@ -188,6 +189,28 @@ func (m *Matcher) Accept(id int32) error {
 	return nil
 }
 
+// Allows reports whether Accept(id) would succeed, without changing m (a sampler can check
+// its choice first and fill the mask only when the choice is refused).
+func (m *Matcher) Allows(id int32) bool {
+	v := m.c.v
+	switch {
+	case id < 0 || int(id) >= len(v.pieces):
+		return false
+	case v.isEOG[id]:
+		return m.terminated || m.CanEnd()
+	case m.terminated || v.pieces[id] == "":
+		return false
+	}
+	c := m.c
+	s := c.enter(m)
+	defer c.mu.Unlock()
+	piece := v.pieces[id]
+	for i := 0; i < len(piece) && s >= 0; i++ {
+		s = c.step(s, piece[i])
+	}
+	return s >= 0
+}
+
 // FillMask sets bit id of mask (word id/64, bit id%64) exactly when token id may come next:
 // its piece continues the text within the grammar, or it ends generation and CanEnd. mask
 // must have (v.Size()+63)/64 words; ids past its end are left out. Masks are cached per state.
@@ -226,8 +249,12 @@ func (c *Compiled) setEOG(mask []uint64) {
 // the bytes on the path to n), pruning the subtrees where no stack survives.
 func (c *Compiled) walk(n, s int32, mask []uint64) {
 	v := c.v
+	st := c.states[s]
 	for e := v.childStart[n]; e < v.childStart[n+1]; e++ {
-		ns := c.step(s, v.edgeByte[e])
+		ns := st.next[v.edgeByte[e]] - 1
+		if ns == -1 { // unknown
+			ns = c.step(s, v.edgeByte[e])
+		}
 		if ns < 0 {
 			continue
 		}
@@ -235,7 +262,7 @@ func (c *Compiled) walk(n, s int32, mask []uint64) {
 		for _, t := range v.toks[v.tokStart[ch]:v.tokStart[ch+1]] {
 			mask[t>>6] |= 1 << (t & 63)
 		}
-		if set := c.states[ns].set; len(set) > 1 || set[0] != 0 {
+		if !c.states[ns].final {
 			c.walk(ch, ns, mask)
 		}
 	}
