@@ -44,6 +44,9 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 			{`{"a":1,"b":"x"}`, true}, {`{"b":"x","c":"y"}`, true}, {`{}`, true},
 			{`{"a":1,"b":2}`, false}, {`{"a":1,"a":2}`, false}, {`{"a":1,"b":"x","a":"y"}`, false},
 		}},
+		{`{"type":"object","properties":{"a\"b":{"type":"integer"},"ab":{"type":"null"}},"additionalProperties":{"type":"boolean"}}`, false, []acceptCase{
+			{`{"a\"b":1,"ab":null,"a":true,"abc":false,"b":true}`, true}, {`{"a"b":true}`, false}, {`{"ab":true}`, false}, {`{"a\"b":true}`, false},
+		}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, true, []acceptCase{
 			{`{"a":1}`, true}, {`{"a":1,"b":2}`, false},
 		}},

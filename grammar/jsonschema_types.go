@@ -124,6 +124,9 @@ func keyNotIn(words []string) *node {
 		}
 		other := class(true, '"', '"', '\\', '\\', 0, 0x1f)
 		for _, r := range t.keys {
+			if r == '"' || r == '\\' || r < 0x20 {
+				continue // an unescaped key cannot hold it, so cannot equal this word
+			}
 			alts = append(alts, seq(lit(string(r)), walk(t.kids[r])))
 			other.ranges = append(other.ranges, r, r)
 		}
