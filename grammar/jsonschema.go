@@ -96,14 +96,8 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 	if s.kind != 'o' {
 		return nil, schemaErr(path, "a schema must be an object or a boolean")
 	}
-	var bad []string
-	for _, k := range s.keys {
-		if !constraints[k] && !annotations[k] {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) > 0 {
-		return nil, schemaErr(path, "unsupported keyword(s): %s", strings.Join(bad, ", "))
+	if err := checkKeywords(s, path); err != nil {
+		return nil, err
 	}
 	types, err := schemaTypes(s, path)
 	if err != nil {
@@ -153,6 +147,20 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 		return alts[0], nil
 	}
 	return alt(alts...), nil
+}
+
+// checkKeywords fails on the keywords of s that are neither annotations nor translated.
+func checkKeywords(s *jvalue, path string) error {
+	var bad []string
+	for _, k := range s.keys {
+		if !constraints[k] && !annotations[k] {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		return schemaErr(path, "unsupported keyword(s): %s", strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // onlyWith fails when s has constraint keywords besides kw and also (their conjunction is not
