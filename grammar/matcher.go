@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -20,7 +21,14 @@ type state struct {
 	next  [256]int32
 	mask  []uint64
 	final bool // set is {0}: complete, nothing can follow
+
+	// loopYes and loopNo are the bytes known to lead from the state back to itself, or not.
+	loopYes, loopNo byteSet
 }
+
+// bulkMin is the subtree size from which walk checks whether a state loops on every byte
+// below a trie node (then all the subtree's tokens are allowed without walking it).
+const bulkMin = 16
 
 // Compiled is a Grammar bound to a Vocab. It owns the interned stack frames of its matchers and
 // a cache: the states met so far with their transitions and masks. Its methods lock mu, so
@@ -249,6 +257,12 @@ func (c *Compiled) setEOG(mask []uint64) {
 // the bytes on the path to n), pruning the subtrees where no stack survives.
 func (c *Compiled) walk(n, s int32, mask []uint64) {
 	v := c.v
+	if v.subEnd[n]-n >= bulkMin && c.loops(s, &v.subBytes[n]) {
+		for _, t := range v.toks[v.tokStart[n+1]:v.tokStart[v.subEnd[n]]] {
+			mask[t>>6] |= 1 << (t & 63)
+		}
+		return
+	}
 	st := c.states[s]
 	for e := v.childStart[n]; e < v.childStart[n+1]; e++ {
 		ns := st.next[v.edgeByte[e]] - 1
@@ -266,4 +280,31 @@ func (c *Compiled) walk(n, s int32, mask []uint64) {
 			c.walk(ch, ns, mask)
 		}
 	}
+}
+
+// loops reports whether every byte in bs leads from state s back to s (inside a JSON string,
+// most bytes do): then every token made of those bytes is allowed and keeps the state.
+func (c *Compiled) loops(s int32, bs *byteSet) bool {
+	st := c.states[s]
+	if st.final {
+		return false
+	}
+	var missing byteSet
+	for w := range bs {
+		if bs[w]&st.loopNo[w] != 0 {
+			return false
+		}
+		missing[w] = bs[w] &^ st.loopYes[w]
+	}
+	for w, x := range missing {
+		for ; x != 0; x &= x - 1 {
+			b := byte(w*64 + bits.TrailingZeros64(x))
+			if c.step(s, b) != s {
+				st.loopNo.add(b, b)
+				return false
+			}
+			st.loopYes.add(b, b)
+		}
+	}
+	return true
 }

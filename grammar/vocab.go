@@ -18,6 +18,12 @@ type Vocab struct {
 	edgeNode   []int32
 	tokStart   []int32 // per trie node, len nodes+1: the tokens whose piece ends at the node
 	toks       []int32
+
+	// Nodes are numbered in preorder, so the descendants of n are the nodes n+1..subEnd[n]-1
+	// and their tokens toks[tokStart[n+1]:tokStart[subEnd[n]]]; subBytes[n] is the set of bytes
+	// on the edges below n.
+	subEnd   []int32
+	subBytes []byteSet
 }
 
 // NewVocab builds the vocabulary: pieces[id] is the bytes token id decodes to; "" means the
@@ -42,7 +48,25 @@ func NewVocab(pieces []string, eog []int32) *Vocab {
 	v.childStart = []int32{0}
 	v.tokStart = []int32{0}
 	v.build(ids, 0)
+	v.summarize()
 	return v
+}
+
+// summarize fills subEnd and subBytes, children (higher ids) before parents.
+func (v *Vocab) summarize() {
+	n := len(v.childStart) - 1
+	v.subEnd = make([]int32, n)
+	v.subBytes = make([]byteSet, n)
+	for i := n - 1; i >= 0; i-- {
+		lo, hi := v.childStart[i], v.childStart[i+1]
+		v.subEnd[i] = int32(i + 1)
+		for e := lo; e < hi; e++ {
+			ch := v.edgeNode[e]
+			v.subBytes[i].add(v.edgeByte[e], v.edgeByte[e])
+			v.subBytes[i].or(&v.subBytes[ch])
+			v.subEnd[i] = v.subEnd[ch]
+		}
+	}
 }
 
 // Size is the number of token ids (the mask covers ids 0..Size()-1).
