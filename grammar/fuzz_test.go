@@ -94,7 +94,7 @@ func FuzzMatcher(f *testing.F) {
 	targets := fuzzTargets(f)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 4*len(targets); i++ {
-		seed := []byte{byte(i)}
+		seed := []byte{byte(i%len(targets) | (i/len(targets)&1)<<7)}
 		for j := 0; j < 40; j++ {
 			seed = append(seed, byte(r.IntN(256)))
 		}
@@ -104,8 +104,12 @@ func FuzzMatcher(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		tg := targets[int(data[0])%len(targets)]
-		runWalk(t, tg, Compile(tg.g, fuzzVocab), data[1:])
+		tg := targets[int(data[0]&0x7f)%len(targets)]
+		v := fuzzVocab
+		if data[0]&0x80 != 0 {
+			v = bulkVocab
+		}
+		runWalk(t, tg, Compile(tg.g, v), data[1:])
 	})
 }
 
