@@ -12,8 +12,9 @@
 // deterministic automaton: each state with its byte transitions (computed on first use) and
 // its token mask. A mask is computed by walking the vocabulary's trie (Vocab) against the
 // state, following transitions byte by byte and pruning every subtree where no stack
-// survives; a state seen before (inside a string, between members of an object) costs a map
-// lookup and a copy. Accept and Allows follow the same transitions.
+// survives, and allowing a whole subtree at once when the state loops on every byte below it
+// (inside a JSON string, most of the vocabulary); a state seen before costs a map lookup and a
+// copy. Accept and Allows follow the same transitions.
 //
 // Invariants:
 //   - A token's bit is set in FillMask exactly when Allows is true and Accept succeeds.
