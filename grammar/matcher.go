@@ -221,7 +221,8 @@ func (m *Matcher) Allows(id int32) bool {
 
 // FillMask sets bit id of mask (word id/64, bit id%64) exactly when token id may come next:
 // its piece continues the text within the grammar, or it ends generation and CanEnd. mask
-// must have (v.Size()+63)/64 words; ids past its end are left out. Masks are cached per state.
+// must have (v.Size()+63)/64 words; ids past its end are left out. Once m is terminated the
+// mask holds the end-of-generation tokens only. Masks are cached per state.
 func (m *Matcher) FillMask(mask []uint64) {
 	c := m.c
 	if m.terminated {
