@@ -18,7 +18,7 @@ var annotations = map[string]bool{
 var constraints = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"items": true, "prefixItems": true, "minItems": true, "maxItems": true,
-	"enum": true, "const": true, "anyOf": true, "oneOf": true, "$ref": true,
+	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
 	"format": true, "minLength": true, "maxLength": true, "pattern": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
@@ -108,6 +108,15 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 			return nil, err
 		}
 		return c.ref(r, path)
+	}
+	if v, ok := s.get("allOf"); ok {
+		if err := onlyWith(s, path, "allOf"); err != nil {
+			return nil, err
+		}
+		if v.kind != 'a' || len(v.vals) != 1 {
+			return nil, schemaErr(path, "allOf is supported with exactly one schema (as pydantic writes a described $ref)")
+		}
+		return c.visit(v.vals[0], name, path+"/allOf/0")
 	}
 	for _, kw := range [...]string{"anyOf", "oneOf"} {
 		if v, ok := s.get(kw); ok {

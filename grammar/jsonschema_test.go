@@ -79,6 +79,9 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 		{`{}`, false, []acceptCase{{`{"a":[1,"b"]}`, true}, {`"x"`, true}, {`-1.5e3`, true}, {`nul`, false}}},
 		{`true`, false, []acceptCase{{`[true, null]`, true}, {`[`, false}}},
 		{`{"description":"anything","properties":{"a":{"type":"integer"}},"required":["a"]}`, false, []acceptCase{{`{"a":1}`, true}, {`{}`, false}}},
+		{`{"$defs":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},"type":"object","properties":{"p":{"allOf":[{"$ref":"#/$defs/P"}],"description":"a point"}},"required":["p"]}`, false, []acceptCase{
+			{`{"p":{"x":1}}`, true}, {`{"p":{}}`, false},
+		}},
 		{`{"enum":["a",1,null,{"x":true}]}`, false, []acceptCase{{`"a"`, true}, {`1`, true}, {`null`, true}, {`{"x":true}`, true}, {`2`, false}}},
 		{`{"type":"string","enum":["a",1]}`, false, []acceptCase{{`"a"`, true}, {`1`, false}}},
 		{`{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"},"c":{"type":"number"}}}`, false, []acceptCase{
@@ -110,7 +113,8 @@ func TestJSONSchemaErrors(t *testing.T) {
 		{`{"type":"integer","multipleOf":2}`, "unsupported keyword(s): multipleOf"},
 		{`{"type":"number","maximum":2}`, "integers only"},
 		{`{"type":"object","properties":{"a":{"type":"string","foo":1,"bar":2}}}`, "#/properties/a: unsupported keyword(s): foo, bar"},
-		{`{"allOf":[{"type":"string"}]}`, "allOf"},
+		{`{"allOf":[{"type":"string"},{"maxLength":3}]}`, "allOf is supported with exactly one schema"},
+		{`{"type":"string","allOf":[{"maxLength":3}]}`, "allOf together with type"},
 		{`{"type":"string","format":"uri"}`, "unsupported format"},
 		{`{"type":"widget"}`, `unknown type "widget"`},
 		{`{"$ref":"http://x/y"}`, "only local references"},
