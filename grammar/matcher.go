@@ -122,6 +122,18 @@ func (c *Compiled) resetCacheLocked() {
 	c.epoch++
 }
 
+// MemoryBytes estimates the memory c holds beyond its Grammar and Vocab: the state cache
+// (bounded: it starts over past 64 MiB) and the interned stack frames, which grow with the
+// distinct parse stacks met (bounded by the grammar for non-recursive grammars; with nesting
+// depth for recursive ones such as JSONObject). A server that keeps Compiled values can drop
+// one past a size of its choosing; its matchers stay valid.
+func (c *Compiled) MemoryBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	const perFrame = int(unsafe.Sizeof(stackNode{})) + 4 + 24 // frame, mark, map entry
+	return c.cacheBytes + len(c.nodes)*perFrame
+}
+
 // resetCache empties the cache (benchmarks of cold masks).
 func (c *Compiled) resetCache() {
 	c.mu.Lock()
