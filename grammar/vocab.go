@@ -72,8 +72,9 @@ func (v *Vocab) summarize() {
 // Size is the number of token ids (the mask covers ids 0..Size()-1).
 func (v *Vocab) Size() int { return len(v.pieces) }
 
-// build makes the next trie node (nodes are numbered in the order built) from ids, sorted by piece, whose pieces share
-// their first depth bytes: the tokens ending at n, then one edge per next byte.
+// build makes the next trie node (nodes are numbered in the order built: preorder) from ids,
+// sorted by piece, whose pieces share their first depth bytes: the tokens ending at the node,
+// then one edge per next byte, then the children.
 func (v *Vocab) build(ids []int32, depth int) {
 	i := 0
 	for i < len(ids) && len(v.pieces[ids[i]]) == depth {
@@ -81,17 +82,14 @@ func (v *Vocab) build(ids []int32, depth int) {
 	}
 	v.toks = append(v.toks, ids[:i]...)
 	v.tokStart = append(v.tokStart, int32(len(v.toks)))
-	type group struct {
-		ids []int32
-	}
-	var groups []group
+	var groups [][]int32
 	for j := i; j < len(ids); {
 		b := v.pieces[ids[j]][depth]
 		k := j
 		for k < len(ids) && v.pieces[ids[k]][depth] == b {
 			k++
 		}
-		groups = append(groups, group{ids: ids[j:k]})
+		groups = append(groups, ids[j:k])
 		v.edgeByte = append(v.edgeByte, b)
 		v.edgeNode = append(v.edgeNode, 0)
 		j = k
@@ -101,6 +99,6 @@ func (v *Vocab) build(ids []int32, depth int) {
 	for gi, g := range groups {
 		child := int32(len(v.childStart) - 1)
 		v.edgeNode[first+gi] = child
-		v.build(g.ids, depth+1)
+		v.build(g, depth+1)
 	}
 }
