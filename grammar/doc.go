@@ -19,10 +19,12 @@
 // Invariants:
 //   - A token's bit is set in FillMask exactly when Allows is true and Accept succeeds.
 //   - An end-of-generation token is allowed exactly when CanEnd; a Matcher that accepted one
-//     is Terminated and accepts nothing else.
+//     is Terminated and accepts end-of-generation tokens only.
 //   - Accept never changes the state on error; Clone shares nothing mutable with the original.
-//   - The text of the accepted tokens is always a prefix of a sentence of the grammar (a
-//     state never becomes empty), and when CanEnd it is a sentence.
+//   - The text of the accepted tokens is always a prefix of a sentence of the grammar, and when
+//     CanEnd it is a sentence. Alternatives that match nothing are pruned at compile time, so
+//     every state can be completed: with a vocabulary that has a token for every byte, a mask
+//     is never empty.
 //   - Grammars are immutable; a Compiled serializes its matchers' work on one mutex.
 //
 // Left-recursive grammars are rejected (expansion would not terminate), as in llama.cpp.
