@@ -78,22 +78,7 @@ func writeNode(b *strings.Builder, n *node, prec int) {
 		}
 		b.WriteByte('"')
 	case nClass:
-		if n.neg && len(n.ranges) == 0 {
-			b.WriteByte('.')
-			return
-		}
-		b.WriteByte('[')
-		if n.neg {
-			b.WriteByte('^')
-		}
-		for i := 0; i+1 < len(n.ranges); i += 2 {
-			writeEscaped(b, n.ranges[i], ']')
-			if n.ranges[i+1] != n.ranges[i] {
-				b.WriteByte('-')
-				writeEscaped(b, n.ranges[i+1], ']')
-			}
-		}
-		b.WriteByte(']')
+		writeClass(b, n)
 	case nRef:
 		b.WriteString(n.s)
 	case nSeq:
@@ -122,20 +107,43 @@ func writeNode(b *strings.Builder, n *node, prec int) {
 		closeParen(b, paren)
 	case nRep:
 		writeNode(b, n.kids[0], 2)
-		switch {
-		case n.min == 0 && n.max == 1:
-			b.WriteByte('?')
-		case n.min == 0 && n.max < 0:
-			b.WriteByte('*')
-		case n.min == 1 && n.max < 0:
-			b.WriteByte('+')
-		case n.max < 0:
-			fmt.Fprintf(b, "{%d,}", n.min)
-		case n.min == n.max:
-			fmt.Fprintf(b, "{%d}", n.min)
-		default:
-			fmt.Fprintf(b, "{%d,%d}", n.min, n.max)
+		writeCount(b, n.min, n.max)
+	}
+}
+
+func writeClass(b *strings.Builder, n *node) {
+	if n.neg && len(n.ranges) == 0 {
+		b.WriteByte('.')
+		return
+	}
+	b.WriteByte('[')
+	if n.neg {
+		b.WriteByte('^')
+	}
+	for i := 0; i+1 < len(n.ranges); i += 2 {
+		writeEscaped(b, n.ranges[i], ']')
+		if n.ranges[i+1] != n.ranges[i] {
+			b.WriteByte('-')
+			writeEscaped(b, n.ranges[i+1], ']')
 		}
+	}
+	b.WriteByte(']')
+}
+
+func writeCount(b *strings.Builder, min, max int) {
+	switch {
+	case min == 0 && max == 1:
+		b.WriteByte('?')
+	case min == 0 && max < 0:
+		b.WriteByte('*')
+	case min == 1 && max < 0:
+		b.WriteByte('+')
+	case max < 0:
+		fmt.Fprintf(b, "{%d,}", min)
+	case min == max:
+		fmt.Fprintf(b, "{%d}", min)
+	default:
+		fmt.Fprintf(b, "{%d,%d}", min, max)
 	}
 }
 

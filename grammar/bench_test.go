@@ -94,3 +94,52 @@ func BenchmarkNewVocab(b *testing.B) {
 		NewVocab(dm.vocab.pieces, dm.vocab.eog)
 	}
 }
+
+// BenchmarkCompileSchema times FromJSONSchema and Compile of personSchema (once per request
+// unless the caller caches the Compiled).
+func BenchmarkCompileSchema(b *testing.B) {
+	dm := loadDefault(b)
+	for b.Loop() {
+		g, err := FromJSONSchema([]byte(personSchema), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		Compile(g, dm.vocab)
+	}
+}
+
+// BenchmarkBatchStep32 times one engine step of 32 sequences on the same schema, each at its
+// own place in benchDoc: FillMask and Accept for each (ns/op is per step of the batch; the
+// cache is warm after the first pass).
+func BenchmarkBatchStep32(b *testing.B) {
+	c, ids := benchSetup(b)
+	const n = 32
+	ms := make([]*Matcher, n)
+	pos := make([]int, n)
+	mask := make([]uint64, (c.v.Size()+63)/64)
+	restart := func(i int) {
+		ms[i], pos[i] = c.NewMatcher(), 0
+	}
+	for i := range ms {
+		restart(i)
+		for pos[i] < i%len(ids) {
+			if err := ms[i].Accept(ids[pos[i]]); err != nil {
+				b.Fatal(err)
+			}
+			pos[i]++
+		}
+	}
+	for b.Loop() {
+		for i, m := range ms {
+			m.FillMask(mask)
+			if pos[i] == len(ids) {
+				restart(i)
+				continue
+			}
+			if err := m.Accept(ids[pos[i]]); err != nil {
+				b.Fatal(err)
+			}
+			pos[i]++
+		}
+	}
+}

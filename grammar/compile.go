@@ -70,6 +70,9 @@ func compileRules(rules []rule) (*program, error) {
 	if err := c.p.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
+	if err := c.p.prune(); err != nil {
+		return nil, err
+	}
 	return c.p, nil
 }
 

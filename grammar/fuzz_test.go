@@ -19,6 +19,27 @@ var fuzzVocab = func() *Vocab {
 	return NewVocab(pieces, []int32{256})
 }()
 
+// bulkVocab adds to fuzzVocab every string of 2 to 4 symbols over letters, digits and spaces
+// (large trie subtrees that a state inside a string loops on: walk's bulk path), and every
+// pair of symbols of JSON syntax and UTF-8 fragments.
+var bulkVocab = func() *Vocab {
+	pieces := slices.Clone(fuzzVocab.pieces)
+	var grow func(alphabet []string, prefix string, n, most int)
+	grow = func(alphabet []string, prefix string, n, most int) {
+		if n >= 2 {
+			pieces = append(pieces, prefix)
+		}
+		for _, a := range alphabet {
+			if n < most {
+				grow(alphabet, prefix+a, n+1, most)
+			}
+		}
+	}
+	grow([]string{"a", "b", " ", "1"}, "", 0, 4)
+	grow([]string{"a", `"`, `\`, "\xc3", "\xa9", "1", "{", ","}, "", 0, 2)
+	return NewVocab(pieces, []int32{256})
+}()
+
 type fuzzTarget struct {
 	name  string
 	g     *Grammar
@@ -73,7 +94,7 @@ func FuzzMatcher(f *testing.F) {
 	targets := fuzzTargets(f)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 4*len(targets); i++ {
-		seed := []byte{byte(i)}
+		seed := []byte{byte(i%len(targets) | (i/len(targets)&1)<<7)}
 		for j := 0; j < 40; j++ {
 			seed = append(seed, byte(r.IntN(256)))
 		}
@@ -83,22 +104,27 @@ func FuzzMatcher(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		tg := targets[int(data[0])%len(targets)]
-		runWalk(t, tg, Compile(tg.g, fuzzVocab), data[1:])
+		tg := targets[int(data[0]&0x7f)%len(targets)]
+		v := fuzzVocab
+		if data[0]&0x80 != 0 {
+			v = bulkVocab
+		}
+		runWalk(t, tg, Compile(tg.g, v), data[1:])
 	})
 }
 
 func runWalk(t *testing.T, tg fuzzTarget, c *Compiled, choices []byte) {
+	v := c.v
 	m := c.NewMatcher()
-	mask := make([]uint64, (fuzzVocab.Size()+63)/64)
+	mask := make([]uint64, (v.Size()+63)/64)
 	var text []byte
 	for _, ch := range choices {
 		m.FillMask(mask)
 		var allowed []int32
-		for id := int32(0); int(id) < fuzzVocab.Size(); id++ {
+		for id := int32(0); int(id) < v.Size(); id++ {
 			err := m.Clone().Accept(id)
-			if bit(mask, id) != (err == nil) {
-				t.Fatalf("%s after %q: token %q in mask %v, Accept %v", tg.name, text, fuzzVocab.pieces[id], bit(mask, id), err)
+			if bit(mask, id) != (err == nil) || m.Allows(id) != (err == nil) {
+				t.Fatalf("%s after %q: token %q in mask %v, Allows %v, Accept %v", tg.name, text, v.pieces[id], bit(mask, id), m.Allows(id), err)
 			}
 			if err == nil {
 				allowed = append(allowed, id)
@@ -114,7 +140,7 @@ func runWalk(t *testing.T, tg fuzzTarget, c *Compiled, choices []byte) {
 		if id == 256 {
 			break
 		}
-		text = append(text, fuzzVocab.pieces[id]...)
+		text = append(text, v.pieces[id]...)
 	}
 	if !m.Terminated() {
 		rest := shortestCompletion(t, m)
@@ -168,14 +194,16 @@ func TestRandomWalks(t *testing.T) {
 	if testing.Short() {
 		n = 5
 	}
-	for _, tg := range targets {
-		c := Compile(tg.g, fuzzVocab)
-		for i := 0; i < n; i++ {
-			choices := make([]byte, r.IntN(60))
-			for j := range choices {
-				choices[j] = byte(r.IntN(256))
+	for vi, v := range []*Vocab{fuzzVocab, bulkVocab} {
+		for _, tg := range targets {
+			c := Compile(tg.g, v)
+			for i := 0; i < n/(1+2*vi); i++ {
+				choices := make([]byte, r.IntN(60))
+				for j := range choices {
+					choices[j] = byte(r.IntN(256))
+				}
+				runWalk(t, tg, c, choices)
 			}
-			runWalk(t, tg, c, choices)
 		}
 	}
 }

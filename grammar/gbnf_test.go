@@ -25,6 +25,7 @@ func TestGBNFAcceptReject(t *testing.T) {
 		{`root ::= [α-ω]{3}`, []acceptCase{{"αβγ", true}, {"αβ", false}, {"αβa", false}}},
 		{`root ::= [\U0001F600-\U0001F64F]`, []acceptCase{{"😀", true}, {"🙏", true}, {"🚀", false}}},
 		{`root ::= ( "a" | "ab" ) "c"`, []acceptCase{{"ac", true}, {"abc", true}, {"abbc", false}}},
+		{"root ::= \"a\" dead | \"ab\"\ndead ::= \"x\" dead", []acceptCase{{"ab", true}, {"a", false}, {"ax", false}}},
 	}
 	for _, tt := range tests {
 		g, err := ParseGBNF(tt.src)
@@ -52,6 +53,8 @@ func TestGBNFErrors(t *testing.T) {
 		{`root ::= root "a" | "b"`, "left-recursive"},
 		{`root ::= ("a"?)*`, "left-recursive"},
 		{`root ::= "a" ) "b"`, "1:14: unexpected ')'"},
+		{`root ::= "a" root`, "matches no string"},
+		{`root ::= "a" [^\x00-\U0010FFFF]`, "matches no string"},
 	}
 	for _, tt := range tests {
 		_, err := ParseGBNF(tt.src)

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -50,6 +51,44 @@ var jsonObject = sync.OnceValue(func() *Grammar {
 // JSONObject is the grammar of any JSON object (OpenAI's json_object mode), with the
 // limited white space of FromJSONSchema.
 func JSONObject() *Grammar { return jsonObject() }
+
+// prune drops the alternatives that cannot match any finite string (they hold a byte set
+// that is empty, or call a rule that matches nothing), so that every parse stack can be
+// completed: the mask of a reachable state is never empty. It fails when root matches nothing.
+func (p *program) prune() error {
+	productive := make([]bool, len(p.alts))
+	ok := func(a int32) bool {
+		for pos := a; ; pos++ {
+			switch e := p.elems[pos]; e.kind {
+			case kEnd:
+				return true
+			case kTerm:
+				if p.sets[e.arg].empty() {
+					return false
+				}
+			case kRef:
+				if !productive[e.arg] {
+					return false
+				}
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range p.alts {
+			if !productive[r] && slices.ContainsFunc(alts, ok) {
+				productive[r], changed = true, true
+			}
+		}
+	}
+	if !productive[p.root] {
+		return fmt.Errorf("grammar: matches no string (every alternative of root needs an empty class or an endless rule)")
+	}
+	for r, alts := range p.alts {
+		p.alts[r] = slices.DeleteFunc(alts, func(a int32) bool { return !ok(a) })
+	}
+	return nil
+}
 
 // checkLeftRecursion fails when a rule can call itself before consuming a byte: expansion
 // would not terminate (a repetition of something that matches the empty string is one case).

@@ -18,7 +18,7 @@ var annotations = map[string]bool{
 var constraints = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"items": true, "prefixItems": true, "minItems": true, "maxItems": true,
-	"enum": true, "const": true, "anyOf": true, "oneOf": true, "$ref": true,
+	"enum": true, "const": true, "anyOf": true, "oneOf": true, "allOf": true, "$ref": true,
 	"format": true, "minLength": true, "maxLength": true, "pattern": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
@@ -96,14 +96,8 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 	if s.kind != 'o' {
 		return nil, schemaErr(path, "a schema must be an object or a boolean")
 	}
-	var bad []string
-	for _, k := range s.keys {
-		if !constraints[k] && !annotations[k] {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) > 0 {
-		return nil, schemaErr(path, "unsupported keyword(s): %s", strings.Join(bad, ", "))
+	if err := checkKeywords(s, path); err != nil {
+		return nil, err
 	}
 	types, err := schemaTypes(s, path)
 	if err != nil {
@@ -114,6 +108,15 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 			return nil, err
 		}
 		return c.ref(r, path)
+	}
+	if v, ok := s.get("allOf"); ok {
+		if err := onlyWith(s, path, "allOf"); err != nil {
+			return nil, err
+		}
+		if v.kind != 'a' || len(v.vals) != 1 {
+			return nil, schemaErr(path, "allOf is supported with exactly one schema (as pydantic writes a described $ref)")
+		}
+		return c.visit(v.vals[0], name, path+"/allOf/0")
 	}
 	for _, kw := range [...]string{"anyOf", "oneOf"} {
 		if v, ok := s.get(kw); ok {
@@ -138,6 +141,9 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 		}
 		return c.enum(v.vals, types, path+"/enum")
 	}
+	if types == nil {
+		return ref("value"), nil
+	}
 	var alts []*node
 	for _, t := range types {
 		n, err := c.typed(s, t, name, path)
@@ -150,6 +156,20 @@ func (c *schemaConv) visit(s *jvalue, name, path string) (*node, error) {
 		return alts[0], nil
 	}
 	return alt(alts...), nil
+}
+
+// checkKeywords fails on the keywords of s that are neither annotations nor translated.
+func checkKeywords(s *jvalue, path string) error {
+	var bad []string
+	for _, k := range s.keys {
+		if !constraints[k] && !annotations[k] {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		return schemaErr(path, "unsupported keyword(s): %s", strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // onlyWith fails when s has constraint keywords besides kw and also (their conjunction is not

@@ -44,6 +44,9 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 			{`{"a":1,"b":"x"}`, true}, {`{"b":"x","c":"y"}`, true}, {`{}`, true},
 			{`{"a":1,"b":2}`, false}, {`{"a":1,"a":2}`, false}, {`{"a":1,"b":"x","a":"y"}`, false},
 		}},
+		{`{"type":"object","properties":{"a\"b":{"type":"integer"},"ab":{"type":"null"}},"additionalProperties":{"type":"boolean"}}`, false, []acceptCase{
+			{`{"a\"b":1,"ab":null,"a":true,"abc":false,"b":true}`, true}, {`{"a"b":true}`, false}, {`{"ab":true}`, false}, {`{"a\"b":true}`, false},
+		}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, true, []acceptCase{
 			{`{"a":1}`, true}, {`{"a":1,"b":2}`, false},
 		}},
@@ -72,6 +75,12 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 		}},
 		{`{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},"required":["v","next"]}},"$ref":"#/$defs/node"}`, false, []acceptCase{
 			{`{"v":1,"next":{"v":2,"next":null}}`, true}, {`{"v":1,"next":{"v":2}}`, false},
+		}},
+		{`{}`, false, []acceptCase{{`{"a":[1,"b"]}`, true}, {`"x"`, true}, {`-1.5e3`, true}, {`nul`, false}}},
+		{`true`, false, []acceptCase{{`[true, null]`, true}, {`[`, false}}},
+		{`{"description":"anything","properties":{"a":{"type":"integer"}},"required":["a"]}`, false, []acceptCase{{`{"a":1}`, true}, {`{}`, false}}},
+		{`{"$defs":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},"type":"object","properties":{"p":{"allOf":[{"$ref":"#/$defs/P"}],"description":"a point"}},"required":["p"]}`, false, []acceptCase{
+			{`{"p":{"x":1}}`, true}, {`{"p":{}}`, false},
 		}},
 		{`{"enum":["a",1,null,{"x":true}]}`, false, []acceptCase{{`"a"`, true}, {`1`, true}, {`null`, true}, {`{"x":true}`, true}, {`2`, false}}},
 		{`{"type":"string","enum":["a",1]}`, false, []acceptCase{{`"a"`, true}, {`1`, false}}},
@@ -104,7 +113,8 @@ func TestJSONSchemaErrors(t *testing.T) {
 		{`{"type":"integer","multipleOf":2}`, "unsupported keyword(s): multipleOf"},
 		{`{"type":"number","maximum":2}`, "integers only"},
 		{`{"type":"object","properties":{"a":{"type":"string","foo":1,"bar":2}}}`, "#/properties/a: unsupported keyword(s): foo, bar"},
-		{`{"allOf":[{"type":"string"}]}`, "allOf"},
+		{`{"allOf":[{"type":"string"},{"maxLength":3}]}`, "allOf is supported with exactly one schema"},
+		{`{"type":"string","allOf":[{"maxLength":3}]}`, "allOf together with type"},
 		{`{"type":"string","format":"uri"}`, "unsupported format"},
 		{`{"type":"widget"}`, `unknown type "widget"`},
 		{`{"$ref":"http://x/y"}`, "only local references"},

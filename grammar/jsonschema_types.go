@@ -2,42 +2,21 @@ package grammar
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
 // object translates an object schema: "{" members "}" where the members are the properties
 // in schema order (required ones always, optional ones maybe), then additional ones if
-// allowed. S_i ("nothing written yet, at property i") and T_i ("something written") keep the
-// commas right: T_i ::= "," kv_i T_i+1 (kv_i optional unless required).
+// allowed.
 func (c *schemaConv) object(s *jvalue, name, path string) (*node, error) {
-	props, _ := s.get("properties")
-	if props == nil {
-		props = &jvalue{kind: 'o'}
-	} else if props.kind != 'o' {
-		return nil, schemaErr(path, "properties must be an object")
-	}
-	keys := append([]string(nil), props.keys...)
-	schemas := append([]*jvalue(nil), props.vals...)
-	required := map[string]bool{}
-	if r, ok := s.get("required"); ok {
-		if r.kind != 'a' {
-			return nil, schemaErr(path, "required must be an array of strings")
-		}
-		for _, e := range r.vals {
-			if e.kind != 's' {
-				return nil, schemaErr(path, "required must be an array of strings")
-			}
-			required[e.str] = true
-			if _, ok := props.get(e.str); !ok {
-				keys, schemas = append(keys, e.str), append(schemas, &jvalue{kind: 'b', b: true})
-			}
-		}
+	keys, schemas, required, err := objectProps(s, path)
+	if err != nil {
+		return nil, err
 	}
 	ap, hasAP := s.get("additionalProperties")
-	if !hasAP && props.kind == 'o' && len(keys) == 0 && !c.strict {
-		if _, ok := s.get("properties"); !ok {
-			return ref("object"), nil // {"type": "object"}: any object
-		}
+	if _, hasProps := s.get("properties"); !hasAP && !hasProps && len(keys) == 0 && !c.strict {
+		return ref("object"), nil // {"type": "object"}: any object
 	}
 	var extra *node
 	if hasAP && !(ap.kind == 'b' && !ap.b) && !c.strict {
@@ -56,34 +35,76 @@ func (c *schemaConv) object(s *jvalue, name, path string) (*node, error) {
 		}
 		kvs[i] = c.newRule(name+"-"+k+"-kv", seq(lit(jsonQuote(k)), ref("space"), lit(":"), ref("space"), v))
 	}
+	members := c.members(name, kvs, required, extra)
+	return c.newRule(name, seq(lit("{"), ref("space"), members, lit("}"), ref("space"))), nil
+}
+
+// objectProps reads properties (in order) and required; a required name that properties
+// does not declare is a property of any value.
+func objectProps(s *jvalue, path string) (keys []string, schemas []*jvalue, required []bool, err error) {
+	props, _ := s.get("properties")
+	if props == nil {
+		props = &jvalue{kind: 'o'}
+	} else if props.kind != 'o' {
+		return nil, nil, nil, schemaErr(path, "properties must be an object")
+	}
+	keys = append(keys, props.keys...)
+	schemas = append(schemas, props.vals...)
+	required = make([]bool, len(keys))
+	r, ok := s.get("required")
+	if !ok {
+		return keys, schemas, required, nil
+	}
+	if r.kind != 'a' {
+		return nil, nil, nil, schemaErr(path, "required must be an array of strings")
+	}
+	for _, e := range r.vals {
+		if e.kind != 's' {
+			return nil, nil, nil, schemaErr(path, "required must be an array of strings")
+		}
+		i := slices.Index(keys, e.str)
+		if i < 0 {
+			keys, schemas, required = append(keys, e.str), append(schemas, &jvalue{kind: 'b', b: true}), append(required, false)
+			i = len(keys) - 1
+		}
+		required[i] = true
+	}
+	return keys, schemas, required, nil
+}
+
+// members is the comma-separated members: a subsequence of kvs in order holding every
+// required one, then additional members (extra, when not nil). S_i ("nothing written yet, at
+// member i") and T_i ("something written") keep the commas right: T_i ::= ("," kv_i)? T_i+1
+// (the group not optional when kv_i is required), S_i ::= kv_i T_i+1 | S_i+1 (only the first
+// alternative when required).
+func (c *schemaConv) members(name string, kvs []*node, required []bool, extra *node) *node {
 	comma := seq(lit(","), ref("space"))
-	// tail is T_n: more additional members after something was written.
-	var tail *node = empty()
+	var tail *node = empty() // T_n: more additional members after something was written
 	if extra != nil {
 		tail = star(seq(comma, extra))
 	}
-	ts := make([]*node, len(keys)+1)
-	ts[len(keys)] = tail
-	for i := len(keys) - 1; i >= 1; i-- {
+	ts := make([]*node, len(kvs)+1)
+	ts[len(kvs)] = tail
+	for i := len(kvs) - 1; i >= 1; i-- {
 		kv := seq(comma, kvs[i])
-		if !required[keys[i]] {
+		if !required[i] {
 			kv = opt(kv)
 		}
 		ts[i] = c.newRule(fmt.Sprintf("%s-t%d", name, i), cat(kv, ts[i+1]))
 	}
-	var members *node = empty()
+	var members *node = empty() // S_n
 	if extra != nil {
 		members = opt(seq(extra, tail))
 	}
-	for i := len(keys) - 1; i >= 0; i-- {
+	for i := len(kvs) - 1; i >= 0; i-- {
 		first := cat(kvs[i], ts[i+1])
-		if required[keys[i]] {
+		if required[i] {
 			members = first
 		} else {
 			members = alt(first, members)
 		}
 	}
-	return c.newRule(name, seq(lit("{"), ref("space"), members, lit("}"), ref("space"))), nil
+	return members
 }
 
 // cat is a then b, leaving out an empty b.
@@ -124,6 +145,9 @@ func keyNotIn(words []string) *node {
 		}
 		other := class(true, '"', '"', '\\', '\\', 0, 0x1f)
 		for _, r := range t.keys {
+			if r == '"' || r == '\\' || r < 0x20 {
+				continue // an unescaped key cannot hold it, so cannot equal this word
+			}
 			alts = append(alts, seq(lit(string(r)), walk(t.kids[r])))
 			other.ranges = append(other.ranges, r, r)
 		}

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -10,16 +11,24 @@ import (
 // maxCacheBytes bounds a Compiled's cache of states, transitions and masks (about 1 KiB a
 // state and 6 KiB a mask for a 49,152-token vocabulary); past it the cache starts over
 // (matchers keep their stacks, so nothing they hold is lost).
-const maxCacheBytes = 128 << 20
+const maxCacheBytes = 64 << 20
 
 // state is a set of stacks (sorted ids of their tops) as a node of the lazily built
 // deterministic automaton: next[b] is 0 while unknown, -1 when byte b kills every stack, else
 // 1 + the id of the state after b. mask is the state's token mask once computed.
 type state struct {
-	set  []int32
-	next [256]int32
-	mask []uint64
+	set   []int32
+	next  [256]int32
+	mask  []uint64
+	final bool // set is {0}: complete, nothing can follow
+
+	// loopYes and loopNo are the bytes known to lead from the state back to itself, or not.
+	loopYes, loopNo byteSet
 }
+
+// bulkMin is the subtree size from which walk checks whether a state loops on every byte
+// below a trie node (then all the subtree's tokens are allowed without walking it).
+const bulkMin = 16
 
 // Compiled is a Grammar bound to a Vocab. It owns the interned stack frames of its matchers and
 // a cache: the states met so far with their transitions and masks. Its methods lock mu, so
@@ -65,7 +74,7 @@ func (c *Compiled) stateOf(set []int32) int32 {
 	if id, ok := c.stateIdx[string(setKey(set))]; ok {
 		return id
 	}
-	st := &state{set: slices.Clone(set)}
+	st := &state{set: slices.Clone(set), final: len(set) == 1 && set[0] == 0}
 	id := int32(len(c.states))
 	c.states = append(c.states, st)
 	c.stateIdx[string(setKey(st.set))] = id
@@ -111,6 +120,18 @@ func (c *Compiled) resetCacheLocked() {
 	clear(c.stateIdx)
 	c.cacheBytes = 0
 	c.epoch++
+}
+
+// MemoryBytes estimates the memory c holds beyond its Grammar and Vocab: the state cache
+// (bounded: it starts over past 64 MiB) and the interned stack frames, which grow with the
+// distinct parse stacks met (bounded by the grammar for non-recursive grammars; with nesting
+// depth for recursive ones such as JSONObject). A server that keeps Compiled values can drop
+// one past a size of its choosing; its matchers stay valid.
+func (c *Compiled) MemoryBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	const perFrame = int(unsafe.Sizeof(stackNode{})) + 4 + 24 // frame, mark, map entry
+	return c.cacheBytes + len(c.nodes)*perFrame
 }
 
 // resetCache empties the cache (benchmarks of cold masks).
@@ -188,9 +209,32 @@ func (m *Matcher) Accept(id int32) error {
 	return nil
 }
 
+// Allows reports whether Accept(id) would succeed, without changing m (a sampler can check
+// its choice first and fill the mask only when the choice is refused).
+func (m *Matcher) Allows(id int32) bool {
+	v := m.c.v
+	switch {
+	case id < 0 || int(id) >= len(v.pieces):
+		return false
+	case v.isEOG[id]:
+		return m.terminated || m.CanEnd()
+	case m.terminated || v.pieces[id] == "":
+		return false
+	}
+	c := m.c
+	s := c.enter(m)
+	defer c.mu.Unlock()
+	piece := v.pieces[id]
+	for i := 0; i < len(piece) && s >= 0; i++ {
+		s = c.step(s, piece[i])
+	}
+	return s >= 0
+}
+
 // FillMask sets bit id of mask (word id/64, bit id%64) exactly when token id may come next:
 // its piece continues the text within the grammar, or it ends generation and CanEnd. mask
-// must have (v.Size()+63)/64 words; ids past its end are left out. Masks are cached per state.
+// must have (v.Size()+63)/64 words; ids past its end are left out. Once m is terminated the
+// mask holds the end-of-generation tokens only. Masks are cached per state.
 func (m *Matcher) FillMask(mask []uint64) {
 	c := m.c
 	if m.terminated {
@@ -226,8 +270,18 @@ func (c *Compiled) setEOG(mask []uint64) {
 // the bytes on the path to n), pruning the subtrees where no stack survives.
 func (c *Compiled) walk(n, s int32, mask []uint64) {
 	v := c.v
+	if v.subEnd[n]-n >= bulkMin && c.loops(s, &v.subBytes[n]) {
+		for _, t := range v.toks[v.tokStart[n+1]:v.tokStart[v.subEnd[n]]] {
+			mask[t>>6] |= 1 << (t & 63)
+		}
+		return
+	}
+	st := c.states[s]
 	for e := v.childStart[n]; e < v.childStart[n+1]; e++ {
-		ns := c.step(s, v.edgeByte[e])
+		ns := st.next[v.edgeByte[e]] - 1
+		if ns == -1 { // unknown
+			ns = c.step(s, v.edgeByte[e])
+		}
 		if ns < 0 {
 			continue
 		}
@@ -235,8 +289,35 @@ func (c *Compiled) walk(n, s int32, mask []uint64) {
 		for _, t := range v.toks[v.tokStart[ch]:v.tokStart[ch+1]] {
 			mask[t>>6] |= 1 << (t & 63)
 		}
-		if set := c.states[ns].set; len(set) > 1 || set[0] != 0 {
+		if !c.states[ns].final {
 			c.walk(ch, ns, mask)
 		}
 	}
+}
+
+// loops reports whether every byte in bs leads from state s back to s (inside a JSON string,
+// most bytes do): then every token made of those bytes is allowed and keeps the state.
+func (c *Compiled) loops(s int32, bs *byteSet) bool {
+	st := c.states[s]
+	if st.final {
+		return false
+	}
+	var missing byteSet
+	for w := range bs {
+		if bs[w]&st.loopNo[w] != 0 {
+			return false
+		}
+		missing[w] = bs[w] &^ st.loopYes[w]
+	}
+	for w, x := range missing {
+		for ; x != 0; x &= x - 1 {
+			b := byte(w*64 + bits.TrailingZeros64(x))
+			if c.step(s, b) != s {
+				st.loopNo.add(b, b)
+				return false
+			}
+			st.loopYes.add(b, b)
+		}
+	}
+	return true
 }

@@ -221,4 +221,7 @@ func TestCacheReset(t *testing.T) {
 	if !m.CanEnd() || c.epoch < len(doc) {
 		t.Fatalf("CanEnd %v, epoch %d", m.CanEnd(), c.epoch)
 	}
+	if b := c.MemoryBytes(); b <= 0 || b > 1<<20 {
+		t.Fatalf("MemoryBytes %d", b)
+	}
 }

@@ -101,7 +101,7 @@ func checkMaskStep(t *testing.T, m *Matcher, mask []uint64, v *Vocab) {
 	n := 0
 	for id := int32(0); int(id) < v.Size(); id++ {
 		err := m.Clone().Accept(id)
-		if bit(mask, id) != (err == nil) {
+		if bit(mask, id) != (err == nil) || m.Allows(id) != (err == nil) {
 			t.Fatalf("token %d (%q): in mask %v, Accept: %v", id, v.pieces[id], bit(mask, id), err)
 		}
 		if err == nil {

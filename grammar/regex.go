@@ -68,22 +68,7 @@ func (t regexTranslator) node(re *syntax.Regexp, atStart, atEnd bool) (*node, er
 	case syntax.OpCapture:
 		return t.node(re.Sub[0], atStart, atEnd)
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
-		x, err := t.node(re.Sub[0], false, false)
-		if err != nil {
-			return nil, err
-		}
-		switch re.Op {
-		case syntax.OpStar:
-			return star(x), nil
-		case syntax.OpPlus:
-			return rep(x, 1, -1), nil
-		case syntax.OpQuest:
-			return opt(x), nil
-		}
-		if re.Min > maxRepeat || re.Max > maxRepeat {
-			return nil, t.unsupported(fmt.Sprintf("a repetition count above %d", maxRepeat))
-		}
-		return rep(x, re.Min, re.Max), nil
+		return t.repeat(re)
 	case syntax.OpConcat, syntax.OpAlternate:
 		kids := make([]*node, len(re.Sub))
 		for i, s := range re.Sub {
@@ -103,6 +88,25 @@ func (t regexTranslator) node(re *syntax.Regexp, atStart, atEnd bool) (*node, er
 		return alt(kids...), nil
 	}
 	return nil, t.unsupported(re.Op.String())
+}
+
+func (t regexTranslator) repeat(re *syntax.Regexp) (*node, error) {
+	x, err := t.node(re.Sub[0], false, false)
+	if err != nil {
+		return nil, err
+	}
+	switch re.Op {
+	case syntax.OpStar:
+		return star(x), nil
+	case syntax.OpPlus:
+		return rep(x, 1, -1), nil
+	case syntax.OpQuest:
+		return opt(x), nil
+	}
+	if re.Min > maxRepeat || re.Max > maxRepeat {
+		return nil, t.unsupported(fmt.Sprintf("a repetition count above %d", maxRepeat))
+	}
+	return rep(x, re.Min, re.Max), nil
 }
 
 func (t regexTranslator) literal(re *syntax.Regexp) *node {

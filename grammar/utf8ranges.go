@@ -15,6 +15,11 @@ func (s *byteSet) add(lo, hi byte) {
 	}
 }
 func (s *byteSet) empty() bool { return s[0]|s[1]|s[2]|s[3] == 0 }
+func (s *byteSet) or(t *byteSet) {
+	for i := range s {
+		s[i] |= t[i]
+	}
+}
 
 // byteRange is an inclusive range of bytes.
 type byteRange struct{ lo, hi byte }

@@ -54,6 +54,13 @@ func (v validator) check(s, d any, at string) error {
 		}
 		return v.check(target, d, at)
 	}
+	if all, ok := m["allOf"].([]any); ok {
+		for _, a := range all {
+			if err := v.check(a, d, at); err != nil {
+				return err
+			}
+		}
+	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
 		if alts, ok := m[kw].([]any); ok {
 			for _, a := range alts {
