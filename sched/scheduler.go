@@ -96,11 +96,6 @@ type Output struct {
 	Ignored []*Group
 }
 
-// Empty reports whether the step has nothing to run.
-func (o *Output) Empty() bool {
-	return len(o.Seqs) == 0 && len(o.SwapOut) == 0 && len(o.SwapIn) == 0 && len(o.Copies) == 0
-}
-
 func (o *Output) reset() {
 	o.Seqs, o.SwapOut, o.SwapIn, o.Copies = o.Seqs[:0], o.SwapOut[:0], o.SwapIn[:0], o.Copies[:0]
 	clear(o.Ignored)
@@ -135,9 +130,6 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 	}
 	return &Scheduler{cfg: cfg, kv: kv}, nil
 }
-
-// KV returns the block manager.
-func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
 
 // NumWaiting, NumRunning and NumSwapped count groups in each queue.
 func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
