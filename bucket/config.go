@@ -56,17 +56,17 @@ func (l Limits) Resolve() (Limits, error) {
 type Options struct {
 	Strategy Strategy
 	// MergedPrefill buckets prompt steps as one concatenated sequence (see
-	// the package comment) with the seed's overridden configs.
+	// the package comment) with vllm-gaudi's overridden configs.
 	MergedPrefill bool
 	// LongContext uses the long-context variant of the exponential range
 	// for the two block dimensions (prompt context, decode blocks).
 	LongContext bool
-	// PrefixCaching is on in pagoda. As in the seed, which reads the flag
+	// PrefixCaching is on in pagoda. As in vllm-gaudi, which reads the flag
 	// but derives the same configs either way, it does not change buckets:
 	// prompt steps have context blocks from chunked prefill and recompute
 	// even without prefix caching.
 	PrefixCaching bool
-	// ContiguousPA (off in pagoda) does what the seed does for contiguous
+	// ContiguousPA (off in pagoda) does what vllm-gaudi does for contiguous
 	// paged attention: every exponential range ends exactly at its max
 	// instead of rounding it up to a step; the decode block config's max is
 	// NumBlocks and its range is extended to NumBlocks; decode buckets are
@@ -97,7 +97,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 		"most padded tokens (bs·query) of a prompt bucket; 0: --max-num-batched-tokens")
 	fs.BoolVar(&o.MergedPrefill, "merged-prefill", o.MergedPrefill, "bucket prompt steps as one concatenated sequence")
 	fs.BoolVar(&o.LongContext, "long-context", o.LongContext, "long-context exponential ranges for block dimensions")
-	fs.BoolVar(&o.PrefixCaching, "prefix-caching", o.PrefixCaching, "prefix caching (does not change buckets, as in the seed)")
+	fs.BoolVar(&o.PrefixCaching, "prefix-caching", o.PrefixCaching, "prefix caching (does not change buckets, as in vllm-gaudi)")
 	fs.BoolVar(&o.ContiguousPA, "contiguous-pa", o.ContiguousPA, "size decode blocks by the whole KV pool (contiguous paged attention)")
 	o.Overrides.RegisterFlags(fs)
 }
@@ -109,7 +109,8 @@ type Dims struct {
 
 func (d Dims) get(dim Dim) Range { return [3]Range{d.BS, d.Seq, d.Block}[dim] }
 
-// exponentialPrompt is the seed's get_prompt_cfgs for resolved limits.
+// exponentialPrompt is vllm-gaudi's get_prompt_cfgs (ExponentialBucketingStrategy)
+// for resolved limits.
 func exponentialPrompt(l Limits, merged bool) Dims {
 	p, b, t := l.MaxNumPrefillSeqs, l.BlockSize, l.MaxNumBatchedTokens
 	d := Dims{
@@ -130,7 +131,8 @@ func exponentialPrompt(l Limits, merged bool) Dims {
 	return d
 }
 
-// exponentialDecode is the seed's get_decode_cfgs for resolved limits.
+// exponentialDecode is vllm-gaudi's get_decode_cfgs (ExponentialBucketingStrategy)
+// for resolved limits.
 func exponentialDecode(l Limits, contiguousPA bool) Dims {
 	s := l.MaxNumSeqs
 	maxBlocks := min(l.MaxModelLen/l.BlockSize*s, l.NumBlocks)
@@ -205,7 +207,7 @@ func linearDecode(l Limits, contiguousPA bool, o *Overrides) (Dims, []string) {
 	return d, warnings
 }
 
-// ignoredOverrides returns the seed's check_for_user_flags warnings: one per
+// ignoredOverrides returns vllm-gaudi's check_for_user_flags warnings: one per
 // override of phase p, which the exponential strategy overwrites.
 func ignoredOverrides(p Phase, o *Overrides) []string {
 	var warnings []string

@@ -29,10 +29,11 @@
 // Each dimension has a warm-up range produced by one of two strategies from a
 // per-dimension config:
 //
-//   - Exponential (the default, seed 000): (min, step, max, limit); values
+//   - Exponential (the default, vllm-gaudi's ExponentialBucketingStrategy):
+//     (min, step, max, limit); values
 //     min·(max/min)^(i/(limit−1)), i < limit, rounded up to a multiple of step
 //     and deduplicated. Its configs are derived from the engine limits with
-//     the seed's formulas; user overrides are ignored with a warning.
+//     vllm-gaudi's formulas; user overrides are ignored with a warning.
 //   - Linear (vLLM's warmup_range): (min, step, max); values double from min
 //     while below step, then grow by step up to max. Every field can be
 //     overridden from flags or PAGODA_{PROMPT,DECODE}_{BS,SEQ,BLOCK}_BUCKET_
@@ -46,5 +47,6 @@
 // A plan sized for a bucket must launch enough query tiles for the worst
 // step that fits it. When N sequences share M query tokens (merged prefill),
 // the worst split gives N−1 sequences one token and the last the rest
-// (seed 003); MaxTiles and WorstCaseSplit compute it.
+// (the case FastDeploy's captured prefill graphs met); MaxTiles counts its
+// tiles.
 package bucket

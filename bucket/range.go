@@ -16,7 +16,7 @@ type Range struct {
 	Min, Step, Max, Limit int
 }
 
-// String formats r as the seed logs it: "(min, step, max, limit)", or
+// String formats r as vllm-gaudi logs it: "(min, step, max, limit)", or
 // "(min, step, max)" when Limit is 0.
 func (r Range) String() string {
 	if r.Limit == 0 {
@@ -41,24 +41,24 @@ func (r Range) validate(exponential bool) error {
 	return nil
 }
 
-// Exponential returns the seed's warmup_range_with_limit(r, longContext),
+// Exponential returns vllm-gaudi's warmup_range_with_limit(r, longContext),
 // sorted ascending without duplicates:
 //
 //   - Min 0 adds a 0 bucket and starts the series at Step.
-//   - Limit 1 gives exactly [Max] (no zero bucket, as in the seed).
+//   - Limit 1 gives exactly [Max] (no zero bucket, as in vllm-gaudi).
 //   - Otherwise value i < Limit is Min·(Max/Min)^(i/(Limit−1)) rounded up to
 //     a multiple of Step. With contiguousPA the last value is Max itself.
 //   - longContext spends ⌊Limit/2⌋ values on an exponential series from Min to
 //     Max/Limit and the other Limit−⌊Limit/2⌋ on equal steps from Max/Limit up
-//     to Max, each rounded up to a multiple of Step. (The seed's
+//     to Max, each rounded up to a multiple of Step. (vllm-gaudi's
 //     contiguous-PA test in the linear half compares i with Limit, which the
 //     loop never reaches, so contiguousPA has no effect there.)
 //
-// Two deliberate departures from the seed's float64 arithmetic: a value
+// Two deliberate departures from vllm-gaudi's float64 arithmetic: a value
 // within 1e-12 (relative) of a multiple of Step counts as that multiple, so
-// pow's last-bit error cannot add a step (the seed turns 32768^(12/15) into
+// pow's last-bit error cannot add a step (vllm-gaudi turns 32768^(12/15) into
 // 4096.0000000000x and pads it to 4160 with step 64; this gives 4096); and a
-// one-value exponential half (long context with Limit 2 or 3, where the seed
+// one-value exponential half (long context with Limit 2 or 3, where vllm-gaudi
 // divides by zero) is just Min.
 func (r Range) Exponential(longContext, contiguousPA bool) ([]int, error) {
 	if err := r.validate(true); err != nil {

@@ -14,14 +14,14 @@ func TestExponentialRange(t *testing.T) {
 		long, contPA bool
 		want         []int
 	}{
-		// The seed's worked example: 128·16^(i/9) = 128.00, 174.18, 237.02,
+		// vllm-gaudi's worked example (its bucketing documentation): 128·16^(i/9) = 128.00, 174.18, 237.02,
 		// 322.54, 438.91, 597.26, 812.75, 1105.98, 1505.01, 2048.00, padded
 		// to 128 → 128, 256, 256, 384, …; the duplicate 256 is dropped.
-		{name: "seed example", r: Range{128, 128, 2048, 10},
+		{name: "vllm-gaudi example", r: Range{128, 128, 2048, 10},
 			want: []int{128, 256, 384, 512, 640, 896, 1152, 1536, 2048}},
 		{name: "limit 1 is [max]", r: Range{16, 16, 2048, 1}, want: []int{2048}},
 		{name: "limit 1 has no zero bucket", r: Range{0, 1, 7, 1}, want: []int{7}},
-		// Seed decode/prompt bs (1, 2, 64, 7): 64^(i/6) = 2^i = 1, 2, …, 64;
+		// vllm-gaudi's decode/prompt bs config (1, 2, 64, 7): 64^(i/6) = 2^i = 1, 2, …, 64;
 		// 1 pads to the step 2.
 		{name: "bs step 2 pads 1", r: Range{1, 2, 64, 7}, want: []int{2, 4, 8, 16, 32, 64}},
 		// Prompt query (16, 16, 2048, 11): 16·128^(i/10) = 16, 25.99, 42.22,
@@ -33,10 +33,10 @@ func TestExponentialRange(t *testing.T) {
 		{name: "min 0 adds zero", r: Range{0, 1, 511, 10},
 			want: []int{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 511}},
 		// 32768^(i/15) = 2^i exactly; float64 pow gives 4096.0000000000x at
-		// i = 12, which the seed pads to 4160 (also 8256, 16448).
+		// i = 12, which vllm-gaudi pads to 4160 (also 8256, 16448).
 		{name: "exact powers stay exact", r: Range{1, 64, 32768, 16},
 			want: []int{64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}},
-		// The seed's float64 gives 0, 2, 4, 8, 18, 34, 64 here.
+		// vllm-gaudi's float64 gives 0, 2, 4, 8, 18, 34, 64 here.
 		{name: "exact powers min 0", r: Range{0, 2, 64, 6}, want: []int{0, 2, 4, 8, 16, 32, 64}},
 		// Long context (0, 1, 511, 10): 5 exponential values 51.1^(i/4) =
 		// 1, 2.67, 7.15, 19.11, 51.1 → 1, 3, 8, 20, 52; then 5 steps of
@@ -48,7 +48,7 @@ func TestExponentialRange(t *testing.T) {
 		// 1737.7, 2048 → 512, 816, 1120, 1440, 1744, 2048.
 		{name: "long context query", r: Range{16, 16, 2048, 11}, long: true,
 			want: []int{16, 32, 64, 112, 192, 512, 816, 1120, 1440, 1744, 2048}},
-		// Limit 2: one exponential value (min; the seed divides by zero),
+		// Limit 2: one exponential value (min; vllm-gaudi divides by zero),
 		// one linear step from 100/2 = 50 to 100.
 		{name: "long context limit 2", r: Range{4, 4, 100, 2}, long: true, want: []int{4, 100}},
 		// 1000^(i/3) = 1, 10, 100, 1000 → 64, 64, 128, 1024; contiguous PA

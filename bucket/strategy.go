@@ -6,7 +6,7 @@ import "fmt"
 type Strategy uint8
 
 const (
-	// Exponential spaces values exponentially with the seed's configs
+	// Exponential spaces values exponentially with vllm-gaudi's configs
 	// (Range.Exponential); overrides are ignored with a warning.
 	Exponential Strategy = iota
 	// Linear doubles up to a step, then grows by the step (Range.Linear);

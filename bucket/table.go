@@ -103,7 +103,8 @@ func (s *Set) StepShape(queryLens, blocks []int) Shape {
 // padded bucket has at most QueryLen tokens, so the worst case is
 // BatchSize·⌈QueryLen/tileSize⌉; in a merged-prefill bucket up to
 // MaxNumPrefillSeqs sequences share QueryLen tokens and the worst case is
-// MaxTiles of that (seed 003).
+// MaxTiles of that (the worst split, which FastDeploy's captured prefill
+// graphs missed).
 func (s *Set) QueryTiles(b Shape, tileSize int) int {
 	if s.merged {
 		return MaxTiles(s.maxSeqs, b.QueryLen, tileSize)
@@ -117,7 +118,7 @@ type Table struct {
 	Options Options // as given
 	Prompt  Set
 	Decode  Set
-	// Warnings are the messages the seed logs as warnings: overrides the
+	// Warnings are the messages vllm-gaudi logs as warnings: overrides the
 	// exponential strategy overwrites, overrides that merged prefill or the
 	// KV pool size overrule, options that do not apply.
 	Warnings []string

@@ -32,25 +32,25 @@ func splits(n, m int, f func([]int)) {
 
 // TestMaxTilesBruteForce enumerates every split of M tokens among N
 // sequences and checks that MaxTiles is the largest tile count and that
-// WorstCaseSplit reaches it.
+// worstCaseSplit reaches it.
 func TestMaxTilesBruteForce(t *testing.T) {
 	for n := 1; n <= 5; n++ {
 		for tile := 1; tile <= 5; tile++ {
 			t.Run(fmt.Sprintf("N=%d/tile=%d", n, tile), func(t *testing.T) {
 				for m := 0; m <= 12; m++ {
 					best := 0
-					splits(n, m, func(lens []int) { best = max(best, Tiles(lens, tile)) })
+					splits(n, m, func(lens []int) { best = max(best, tiles(lens, tile)) })
 					if got := MaxTiles(n, m, tile); got != best {
 						t.Errorf("MaxTiles(%d, %d, %d) = %d, brute force %d", n, m, tile, got, best)
 					}
-					w := WorstCaseSplit(n, m)
+					w := worstCaseSplit(n, m)
 					sum := 0
 					for _, v := range w {
 						sum += v
 					}
-					if len(w) > n || sum != m || Tiles(w, tile) != best {
-						t.Errorf("WorstCaseSplit(%d, %d) = %v: %d tiles, want %d tokens in ≤ %d seqs and %d tiles",
-							n, m, w, Tiles(w, tile), m, n, best)
+					if len(w) > n || sum != m || tiles(w, tile) != best {
+						t.Errorf("worstCaseSplit(%d, %d) = %v: %d tiles, want %d tokens in ≤ %d seqs and %d tiles",
+							n, m, w, tiles(w, tile), m, n, best)
 					}
 				}
 			})
@@ -77,16 +77,16 @@ func TestMaxTiles(t *testing.T) {
 			if got := MaxTiles(tt.n, tt.m, tt.tile); got != tt.want {
 				t.Errorf("MaxTiles = %d, want %d", got, tt.want)
 			}
-			if tt.split != nil && !slices.Equal(WorstCaseSplit(tt.n, tt.m), tt.split) {
-				t.Errorf("WorstCaseSplit = %v, want %v", WorstCaseSplit(tt.n, tt.m), tt.split)
+			if tt.split != nil && !slices.Equal(worstCaseSplit(tt.n, tt.m), tt.split) {
+				t.Errorf("worstCaseSplit = %v, want %v", worstCaseSplit(tt.n, tt.m), tt.split)
 			}
 		})
 	}
-	if got := Tiles([]int{160, 0}, 64); got != 3 {
-		t.Errorf("Tiles([160 0], 64) = %d, want 3", got)
+	if got := tiles([]int{160, 0}, 64); got != 3 {
+		t.Errorf("tiles([160 0], 64) = %d, want 3", got)
 	}
-	if got := Tiles([]int{80, 80}, 64); got != 4 {
-		t.Errorf("Tiles([80 80], 64) = %d, want 4", got)
+	if got := tiles([]int{80, 80}, 64); got != 4 {
+		t.Errorf("tiles([80 80], 64) = %d, want 4", got)
 	}
 }
 
@@ -102,4 +102,29 @@ func TestMaxTilesPanics(t *testing.T) {
 			MaxTiles(tt.n, tt.m, tt.tile)
 		})
 	}
+}
+
+// worstCaseSplit returns the per-sequence query lengths that need the most
+// tiles: min(numSeqs, numQueryTokens) sequences, all but the last with one
+// token, the last with the rest (the split MaxTiles's count is reached by).
+func worstCaseSplit(numSeqs, numQueryTokens int) []int {
+	k := min(numSeqs, numQueryTokens)
+	if k <= 0 {
+		return nil
+	}
+	lens := make([]int, k)
+	for i := range lens {
+		lens[i] = 1
+	}
+	lens[k-1] = numQueryTokens - (k - 1)
+	return lens
+}
+
+// tiles returns Σ⌈lens[i]/tileSize⌉, the query tiles of one split.
+func tiles(lens []int, tileSize int) int {
+	n := 0
+	for _, m := range lens {
+		n += ceilDiv(m, tileSize)
+	}
+	return n
 }

@@ -32,22 +32,6 @@ func (d *decoder) take(n int, what string) ([]byte, error) {
 	return b, nil
 }
 
-func (d *decoder) u8(what string) (uint8, error) {
-	b, err := d.take(1, what)
-	if err != nil {
-		return 0, err
-	}
-	return b[0], nil
-}
-
-func (d *decoder) u16(what string) (uint16, error) {
-	b, err := d.take(2, what)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint16(b), nil
-}
-
 func (d *decoder) u32(what string) (uint32, error) {
 	b, err := d.take(4, what)
 	if err != nil {

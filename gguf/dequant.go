@@ -9,37 +9,25 @@ import (
 // blockDecoder dequantizes one block: len(b) == TypeSize, len(y) == BlockSize.
 type blockDecoder func(b []byte, y []float32)
 
-// decoders holds the dequantizer of every type Dequantize supports.
-var decoders = map[Type]blockDecoder{
-	F32:  func(b []byte, y []float32) { y[0] = math.Float32frombits(binary.LittleEndian.Uint32(b)) },
-	F16:  func(b []byte, y []float32) { y[0] = F16ToF32(binary.LittleEndian.Uint16(b)) },
-	BF16: func(b []byte, y []float32) { y[0] = BF16ToF32(binary.LittleEndian.Uint16(b)) },
-	F64:  func(b []byte, y []float32) { y[0] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) },
-	I8:   func(b []byte, y []float32) { y[0] = float32(int8(b[0])) },
-	I16:  func(b []byte, y []float32) { y[0] = float32(int16(binary.LittleEndian.Uint16(b))) },
-	I32:  func(b []byte, y []float32) { y[0] = float32(int32(binary.LittleEndian.Uint32(b))) },
-	I64:  func(b []byte, y []float32) { y[0] = float32(int64(binary.LittleEndian.Uint64(b))) },
-	Q4_0: dequantQ4_0,
-	Q4_1: dequantQ4_1,
-	Q5_0: dequantQ5_0,
-	Q5_1: dequantQ5_1,
-	Q8_0: dequantQ8_0,
-	Q8_1: dequantQ8_1,
-	Q2_K: dequantQ2_K,
-	Q3_K: dequantQ3_K,
-	Q4_K: dequantQ4_K,
-	Q5_K: dequantQ5_K,
-	Q6_K: dequantQ6_K,
-	Q8_K: dequantQ8_K,
+// The plain types' decoders: one element per block.
+func decodeF32(b []byte, y []float32)  { y[0] = math.Float32frombits(binary.LittleEndian.Uint32(b)) }
+func decodeF16(b []byte, y []float32)  { y[0] = F16ToF32(binary.LittleEndian.Uint16(b)) }
+func decodeBF16(b []byte, y []float32) { y[0] = BF16ToF32(binary.LittleEndian.Uint16(b)) }
+func decodeF64(b []byte, y []float32) {
+	y[0] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b)))
 }
+func decodeI8(b []byte, y []float32)  { y[0] = float32(int8(b[0])) }
+func decodeI16(b []byte, y []float32) { y[0] = float32(int16(binary.LittleEndian.Uint16(b))) }
+func decodeI32(b []byte, y []float32) { y[0] = float32(int32(binary.LittleEndian.Uint32(b))) }
+func decodeI64(b []byte, y []float32) { y[0] = float32(int64(binary.LittleEndian.Uint64(b))) }
 
 // Dequantize converts len(out) elements of type t, read from the first
 // t.RowSize(len(out)) bytes of data, to float32. len(out) must be a multiple
 // of the block size. The formulas are ggml's dequantize_row_*, with every
 // operation rounded separately (no fused multiply-add).
 func Dequantize(t Type, data []byte, out []float32) error {
-	dec, ok := decoders[t]
-	if !ok {
+	dec := traits[t].dequant
+	if dec == nil {
 		return fmt.Errorf("gguf: dequantize %s: %w", t, ErrBadType)
 	}
 	need, err := t.RowSize(len(out))

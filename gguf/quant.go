@@ -11,26 +11,6 @@ import (
 // type (the values are too large for the format).
 type blockEncoder func(x []float32, b []byte) bool
 
-// encoders holds the quantizer of every type Quantize supports.
-var encoders = map[Type]blockEncoder{
-	F32:  quantF32,
-	F16:  quantF16,
-	BF16: quantBF16,
-	F64:  quantF64,
-	Q4_0: quantQ4_0,
-	Q4_1: quantQ4_1,
-	Q5_0: quantQ5_0,
-	Q5_1: quantQ5_1,
-	Q8_0: quantQ8_0,
-	Q8_1: quantQ8_1,
-	Q2_K: quantQ2_K,
-	Q3_K: quantQ3_K,
-	Q4_K: quantQ4_K,
-	Q5_K: quantQ5_K,
-	Q6_K: quantQ6_K,
-	Q8_K: quantQ8_K,
-}
-
 // Quantize converts src to type t with reference quantizers: Q4_0, Q4_1,
 // Q5_0, Q5_1, Q8_0, Q8_1 and Q8_K follow ggml's quantize_row_*_ref exactly;
 // the other K-quants search for sub-block scales by least squares (simpler
@@ -39,8 +19,8 @@ var encoders = map[Type]blockEncoder{
 // block scale overflows half precision. A tensor of rows whose length is a
 // multiple of the block size may be quantized in one call.
 func Quantize(t Type, src []float32) ([]byte, error) {
-	enc, ok := encoders[t]
-	if !ok {
+	enc := traits[t].quant
+	if enc == nil {
 		return nil, fmt.Errorf("gguf: quantize to %s: %w", t, ErrBadType)
 	}
 	size, err := t.RowSize(len(src))

@@ -29,33 +29,40 @@ const (
 	BF16 Type = 30 // bfloat16
 )
 
+// typeTraits is one tensor type's record, as ggml's type_traits: every
+// fact this package has about the type lives here, and the tables behind
+// Type's methods, Dequantize and Quantize are this one map. Adding a type
+// is adding its constant and its record. (The kernels package keeps the
+// compute side, as ggml-cpu's type_traits_cpu: kernels/types.go.)
 type typeTraits struct {
 	name      string
-	blockSize int // elements per block
-	typeSize  int // bytes per block
+	blockSize int          // elements per block
+	typeSize  int          // bytes per block
+	dequant   blockDecoder // one block to float32; nil: Dequantize rejects the type
+	quant     blockEncoder // float32 to one block; nil: Quantize rejects the type
 }
 
 var traits = map[Type]typeTraits{
-	F32:  {"F32", 1, 4},
-	F16:  {"F16", 1, 2},
-	Q4_0: {"Q4_0", 32, 18},
-	Q4_1: {"Q4_1", 32, 20},
-	Q5_0: {"Q5_0", 32, 22},
-	Q5_1: {"Q5_1", 32, 24},
-	Q8_0: {"Q8_0", 32, 34},
-	Q8_1: {"Q8_1", 32, 36},
-	Q2_K: {"Q2_K", 256, 84},
-	Q3_K: {"Q3_K", 256, 110},
-	Q4_K: {"Q4_K", 256, 144},
-	Q5_K: {"Q5_K", 256, 176},
-	Q6_K: {"Q6_K", 256, 210},
-	Q8_K: {"Q8_K", 256, 292},
-	I8:   {"I8", 1, 1},
-	I16:  {"I16", 1, 2},
-	I32:  {"I32", 1, 4},
-	I64:  {"I64", 1, 8},
-	F64:  {"F64", 1, 8},
-	BF16: {"BF16", 1, 2},
+	F32:  {"F32", 1, 4, decodeF32, quantF32},
+	F16:  {"F16", 1, 2, decodeF16, quantF16},
+	Q4_0: {"Q4_0", 32, 18, dequantQ4_0, quantQ4_0},
+	Q4_1: {"Q4_1", 32, 20, dequantQ4_1, quantQ4_1},
+	Q5_0: {"Q5_0", 32, 22, dequantQ5_0, quantQ5_0},
+	Q5_1: {"Q5_1", 32, 24, dequantQ5_1, quantQ5_1},
+	Q8_0: {"Q8_0", 32, 34, dequantQ8_0, quantQ8_0},
+	Q8_1: {"Q8_1", 32, 36, dequantQ8_1, quantQ8_1},
+	Q2_K: {"Q2_K", 256, 84, dequantQ2_K, quantQ2_K},
+	Q3_K: {"Q3_K", 256, 110, dequantQ3_K, quantQ3_K},
+	Q4_K: {"Q4_K", 256, 144, dequantQ4_K, quantQ4_K},
+	Q5_K: {"Q5_K", 256, 176, dequantQ5_K, quantQ5_K},
+	Q6_K: {"Q6_K", 256, 210, dequantQ6_K, quantQ6_K},
+	Q8_K: {"Q8_K", 256, 292, dequantQ8_K, quantQ8_K},
+	I8:   {"I8", 1, 1, decodeI8, nil},
+	I16:  {"I16", 1, 2, decodeI16, nil},
+	I32:  {"I32", 1, 4, decodeI32, nil},
+	I64:  {"I64", 1, 8, decodeI64, nil},
+	F64:  {"F64", 1, 8, decodeF64, quantF64},
+	BF16: {"BF16", 1, 2, decodeBF16, quantBF16},
 }
 
 // Known reports whether t is a tensor type this package can size.

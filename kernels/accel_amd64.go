@@ -60,21 +60,83 @@ func hasAVX512() bool {
 // such CPU also has F16C).
 func hasAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 
+// accelKernels is what one accelerated implementation has for one weight
+// type: a dot product that replaces the generic one (nil: keep it) and a
+// tiled matmul that MatMul prefers to the dot product (nil: none).
+type accelKernels struct {
+	dot  func(w []byte, a *actRow) float32
+	gemm *blockGEMM
+}
+
+// accelTypes is the accelerated part of each weight type's record (see
+// typeTraits): per type, the kernels of each implementation. avx512() and
+// avx2() build their dot and gemm tables from it; doc.go maps the
+// generator families to these kernels.
+var accelTypes = map[gguf.Type]struct{ avx512, avx2 accelKernels }{
+	gguf.F32: {
+		avx512: accelKernels{isaAVX512.DotF32W, &blockGEMM{float: true, tiles: []gemmFunc{gemmF32_1, gemmF32_2, gemmF32_3, gemmF32_4, gemmF32_5, gemmF32_6}}},
+		avx2:   accelKernels{dot: isaAVX2.DotF32W},
+	},
+	gguf.F16: {
+		avx512: accelKernels{isaAVX512.DotF16W, &blockGEMM{float: true, tiles: []gemmFunc{gemmF16_1, gemmF16_2, gemmF16_3, gemmF16_4, gemmF16_5, gemmF16_6}}},
+		avx2:   accelKernels{dot: isaAVX2.DotF16W},
+	},
+	gguf.BF16: {
+		avx512: accelKernels{isaAVX512.DotBF16W, &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}},
+		avx2:   accelKernels{dot: isaAVX2.DotBF16W},
+	},
+	gguf.Q4_0: {
+		avx512: accelKernels{gemm: &blockGEMM{bias: 8,
+			tiles:  []gemmFunc{gemmQ4_0_1, gemmQ4_0_2, gemmQ4_0_3, gemmQ4_0_4, gemmQ4_0_5, gemmQ4_0_6, gemmQ4_0_7, gemmQ4_0_8},
+			packed: []gemmFunc{gemmQ4_0p_1, gemmQ4_0p_2, gemmQ4_0p_3, gemmQ4_0p_4, gemmQ4_0p_5, gemmQ4_0p_6, gemmQ4_0p_7, gemmQ4_0p_8}}},
+		avx2: accelKernels{gemm: &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3,
+			gemmQ4_0_avx2_4, gemmQ4_0_avx2_5, gemmQ4_0_avx2_6, gemmQ4_0_avx2_7, gemmQ4_0_avx2_8}}},
+	},
+	gguf.Q4_1: {
+		avx512: accelKernels{gemm: &blockGEMM{
+			tiles:  []gemmFunc{gemmQ4_1_1, gemmQ4_1_2, gemmQ4_1_3, gemmQ4_1_4, gemmQ4_1_5, gemmQ4_1_6, gemmQ4_1_7},
+			packed: []gemmFunc{gemmQ4_1p_1, gemmQ4_1p_2, gemmQ4_1p_3, gemmQ4_1p_4, gemmQ4_1p_5, gemmQ4_1p_6, gemmQ4_1p_7}}},
+		avx2: accelKernels{gemm: &blockGEMM{sAhead: true, tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3,
+			gemmQ4_1_avx2_4, gemmQ4_1_avx2_5, gemmQ4_1_avx2_6, gemmQ4_1_avx2_7, gemmQ4_1_avx2_8}}},
+	},
+	gguf.Q5_0: {avx512: accelKernels{gemm: &blockGEMM{bias: 16, tiles: []gemmFunc{
+		gemmQ5_0_1, gemmQ5_0_2, gemmQ5_0_3, gemmQ5_0_4, gemmQ5_0_5, gemmQ5_0_6, gemmQ5_0_7, gemmQ5_0_8}}}},
+	gguf.Q5_1: {avx512: accelKernels{gemm: &blockGEMM{tiles: []gemmFunc{
+		gemmQ5_1_1, gemmQ5_1_2, gemmQ5_1_3, gemmQ5_1_4, gemmQ5_1_5, gemmQ5_1_6, gemmQ5_1_7}}}},
+	gguf.Q8_0: {
+		avx512: accelKernels{gemm: &blockGEMM{bias: 128,
+			tiles:  []gemmFunc{gemmQ8_0_1, gemmQ8_0_2, gemmQ8_0_3, gemmQ8_0_4, gemmQ8_0_5, gemmQ8_0_6, gemmQ8_0_7, gemmQ8_0_8},
+			packed: []gemmFunc{gemmQ8_0p_1, gemmQ8_0p_2, gemmQ8_0p_3, gemmQ8_0p_4, gemmQ8_0p_5, gemmQ8_0p_6, gemmQ8_0p_7, gemmQ8_0p_8}}},
+		avx2: accelKernels{gemm: &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3,
+			gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}}},
+	},
+	gguf.Q2_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}}}},
+	gguf.Q3_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}}}},
+	gguf.Q4_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ4_K_1, gemmQ4_K_2, gemmQ4_K_3, gemmQ4_K_4, gemmQ4_K_5, gemmQ4_K_6}}}},
+	gguf.Q5_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}}}},
+	gguf.Q6_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}}}},
+}
+
+// withTypes sets k's per-type kernels from accelTypes, as of picks them.
+func (k *impl) withTypes(of func(t gguf.Type) accelKernels) {
+	for t := range accelTypes {
+		a := of(t)
+		if a.dot != nil {
+			k.dot[t] = a.dot
+		}
+		k.gemm[t] = a.gemm
+	}
+}
+
 // avx2 accelerates the 32-element block matmuls, the float vector and
 // exp kernels, the float-weight dot products and the activation quantizers.
 func avx2() *impl {
 	k := *generic
 	k.name = "avx2"
-	k.gemm[gguf.Q4_0] = &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3,
-		gemmQ4_0_avx2_4, gemmQ4_0_avx2_5, gemmQ4_0_avx2_6, gemmQ4_0_avx2_7, gemmQ4_0_avx2_8}}
-	k.gemm[gguf.Q4_1] = &blockGEMM{sAhead: true, tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3,
-		gemmQ4_1_avx2_4, gemmQ4_1_avx2_5, gemmQ4_1_avx2_6, gemmQ4_1_avx2_7, gemmQ4_1_avx2_8}}
-	k.gemm[gguf.Q8_0] = &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3,
-		gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}}
+	k.withTypes(func(t gguf.Type) accelKernels { return accelTypes[t].avx2 })
 	k.gemmR = gemmRAVX2
-	// float vector kernels and float-weight dot products (vecavx2_amd64.go)
+	// float vector kernels (vecavx2_amd64.go)
 	v := isaAVX2
-	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = v.DotF32W, v.DotF16W, v.DotBF16W
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX2w, axpyF16AVX2w, axpyBF16AVX2w
 	k.madF16, k.scaleF16, k.scaleF32 = madF16AVX2w, scaleF16AVX2w, scaleF32AVX2w
@@ -93,33 +155,9 @@ func avx2() *impl {
 func avx512() *impl {
 	k := *generic
 	k.name = "avx512"
-	k.gemm[gguf.Q4_0] = &blockGEMM{bias: 8, tiles: []gemmFunc{
-		gemmQ4_0_1, gemmQ4_0_2, gemmQ4_0_3, gemmQ4_0_4, gemmQ4_0_5, gemmQ4_0_6, gemmQ4_0_7, gemmQ4_0_8},
-		packed: []gemmFunc{
-			gemmQ4_0p_1, gemmQ4_0p_2, gemmQ4_0p_3, gemmQ4_0p_4, gemmQ4_0p_5, gemmQ4_0p_6, gemmQ4_0p_7, gemmQ4_0p_8}}
-	k.gemm[gguf.Q4_1] = &blockGEMM{tiles: []gemmFunc{
-		gemmQ4_1_1, gemmQ4_1_2, gemmQ4_1_3, gemmQ4_1_4, gemmQ4_1_5, gemmQ4_1_6, gemmQ4_1_7},
-		packed: []gemmFunc{
-			gemmQ4_1p_1, gemmQ4_1p_2, gemmQ4_1p_3, gemmQ4_1p_4, gemmQ4_1p_5, gemmQ4_1p_6, gemmQ4_1p_7}}
-	k.gemm[gguf.Q8_0] = &blockGEMM{bias: 128, tiles: []gemmFunc{
-		gemmQ8_0_1, gemmQ8_0_2, gemmQ8_0_3, gemmQ8_0_4, gemmQ8_0_5, gemmQ8_0_6, gemmQ8_0_7, gemmQ8_0_8},
-		packed: []gemmFunc{
-			gemmQ8_0p_1, gemmQ8_0p_2, gemmQ8_0p_3, gemmQ8_0p_4, gemmQ8_0p_5, gemmQ8_0p_6, gemmQ8_0p_7, gemmQ8_0p_8}}
+	k.withTypes(func(t gguf.Type) accelKernels { return accelTypes[t].avx512 })
 	k.gemmR = gemmRAVX2
-	k.gemm[gguf.Q4_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ4_K_1, gemmQ4_K_2, gemmQ4_K_3, gemmQ4_K_4, gemmQ4_K_5, gemmQ4_K_6}}
-	k.gemm[gguf.Q5_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}}
-	k.gemm[gguf.Q6_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}}
-	k.gemm[gguf.Q5_0] = &blockGEMM{bias: 16, tiles: []gemmFunc{
-		gemmQ5_0_1, gemmQ5_0_2, gemmQ5_0_3, gemmQ5_0_4, gemmQ5_0_5, gemmQ5_0_6, gemmQ5_0_7, gemmQ5_0_8}}
-	k.gemm[gguf.Q5_1] = &blockGEMM{tiles: []gemmFunc{
-		gemmQ5_1_1, gemmQ5_1_2, gemmQ5_1_3, gemmQ5_1_4, gemmQ5_1_5, gemmQ5_1_6, gemmQ5_1_7}}
-	k.gemm[gguf.Q2_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}}
-	k.gemm[gguf.Q3_K] = &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}}
 	v := isaAVX512
-	k.dot[gguf.F32], k.dot[gguf.F16], k.dot[gguf.BF16] = v.DotF32W, v.DotF16W, v.DotBF16W
-	k.gemm[gguf.F32] = &blockGEMM{float: true, tiles: []gemmFunc{gemmF32_1, gemmF32_2, gemmF32_3, gemmF32_4, gemmF32_5, gemmF32_6}}
-	k.gemm[gguf.F16] = &blockGEMM{float: true, tiles: []gemmFunc{gemmF16_1, gemmF16_2, gemmF16_3, gemmF16_4, gemmF16_5, gemmF16_6}}
-	k.gemm[gguf.BF16] = &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX, axpyF16AVX, axpyBF16AVX
 	k.madF16, k.scaleF16, k.scaleF32, k.toF16 = madF16AVX, scaleF16AVX, scaleF32AVX, toF16AVX

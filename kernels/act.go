@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-
-	"pagoda/gguf"
-)
+import "fmt"
 
 // actKind is the format activations are converted to before they meet a
 // weight row: ggml's vec_dot_type of the weight type.
@@ -19,23 +15,6 @@ const (
 	actQ8K                 // 256-element blocks: int8 quants, f32 scale, 16-element sums
 	numActKinds
 )
-
-// actKindOf returns the activation format for weights of type t.
-func actKindOf(t gguf.Type) actKind {
-	switch t {
-	case gguf.F16:
-		return actF16
-	case gguf.BF16:
-		return actBF16
-	case gguf.Q4_0, gguf.Q5_0, gguf.Q8_0:
-		return actQ8_0
-	case gguf.Q4_1, gguf.Q5_1:
-		return actQ8_1
-	case gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		return actQ8K
-	}
-	return actF32
-}
 
 // actBlock is the block length of the quantized kinds.
 func (k actKind) block() int {

@@ -28,7 +28,7 @@ func perTokenAttention(k *impl, a *Attention, kv *KVLayer) {
 	}
 }
 
-// worstCaseBatch is the seed's worst case for n sequences sharing m query
+// worstCaseBatch is the worst case for n sequences sharing m query
 // tokens: n−1 sequences with one token (after some context) and one with
 // the rest.
 func worstCaseLens(n, m int) (ctx, newTok []int) {
@@ -90,7 +90,8 @@ func TestAttentionTilesBeyondRealWork(t *testing.T) {
 }
 
 // TestAttentionTilesTooFew: a tile count below the real work is raised to
-// it (work is never dropped, seed 003's [80, 80] in a [160, 0] graph).
+// it: work is never dropped (FastDeploy's bug: two 80-token prompts in a
+// graph captured for [160, 0] lost the last request's tiles).
 func TestAttentionTilesTooFew(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()

@@ -1,12 +1,9 @@
 package kernels
 
-import (
-	"os"
+import "os"
 
-	"pagoda/gguf"
-)
-
-// numTypes bounds the gguf.Type values the dot table is indexed by.
+// numTypes bounds the gguf.Type values the per-type tables (weightTypes,
+// impl.dot, impl.gemm) are indexed by.
 const numTypes = 32
 
 // impl is one implementation of the hot loops. The generic one is always
@@ -15,7 +12,9 @@ const numTypes = 32
 type impl struct {
 	name string
 	// dot[t] multiplies one row of a type-t weight with one activation row
-	// converted by quantize[actKindOf(t)]. Nil for unsupported types.
+	// converted by quantize[actKindOf(t)]. Nil for unsupported types. The
+	// generic table is the records' dot products (types.go); accelerated
+	// implementations replace entries (accelTypes).
 	dot      [numTypes]func(w []byte, a *actRow) float32
 	quantize [numActKinds]func(dst *actRow, x []float32)
 	// gemm[t], when set, replaces dot[t] in MatMul: a tiled kernel over
@@ -53,23 +52,8 @@ type impl struct {
 
 // generic is the portable reference implementation.
 var generic = &impl{
-	name: "generic",
-	dot: func() (d [numTypes]func([]byte, *actRow) float32) {
-		d[gguf.F32] = dotF32WGeneric
-		d[gguf.F16] = dotF16WGeneric
-		d[gguf.BF16] = dotBF16WGeneric
-		d[gguf.Q4_0] = dotQ4_0Generic
-		d[gguf.Q4_1] = dotQ4_1Generic
-		d[gguf.Q5_0] = dotQ5_0Generic
-		d[gguf.Q5_1] = dotQ5_1Generic
-		d[gguf.Q8_0] = dotQ8_0Generic
-		d[gguf.Q2_K] = dotQ2KGeneric
-		d[gguf.Q3_K] = dotQ3KGeneric
-		d[gguf.Q4_K] = dotQ4KGeneric
-		d[gguf.Q5_K] = dotQ5KGeneric
-		d[gguf.Q6_K] = dotQ6KGeneric
-		return d
-	}(),
+	name:    "generic",
+	dot:     genericDots(),
 	records: records32Go,
 	quantize: [numActKinds]func(*actRow, []float32){
 		actF32:  quantizeF32Generic,

@@ -58,4 +58,34 @@
 // that ggml ties to positions (attention values, softmax blocks) use the
 // position in the sequence, which is llama.cpp's KV cell for a sequence
 // that starts at cell 0.
+//
+// # Generated kernels
+//
+// The assembly is generated with avo by the module in _asm, one family per
+// file pair (family_amd64.s, family_stubs_amd64.go; see generate.go). The
+// avx512 implementation needs AVX-512 F/BW/DQ/VL with VNNI, the avx2 one
+// AVX2 and FMA (accel_amd64.go); each weight type's kernels are chosen in
+// accelTypes.
+//
+//	family      ISA             serves
+//	gemm32      AVX-512 VNNI    MatMul on Q4_0, Q4_1, Q8_0 (rows as stored, and Pack's four-row layout)
+//	gemm32avx2  AVX2            MatMul on Q4_0, Q4_1, Q8_0
+//	gemm5       AVX-512 VNNI    MatMul on Q5_0, Q5_1
+//	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
+//	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
+//	gemmr       AVX2            MatMul on repacked Q4_0 (Repack), in both implementations
+//	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
+//	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 records
+//	quantavx2   AVX2            the same
+//	vec         AVX-512         F32/F16/BF16 dot products (float-weight rows), axpy,
+//	                            scale, RMSNorm, SiLU, SwiGLU, softmax exp, add, mul
+//	vecavx2     AVX2            the same
+//	rope        AVX-512, AVX2   RoPE, normal and NeoX
+//	attn        AVX-512         attention over the F16 cache: scores, scaling, values
+//	attnavx2    AVX2            the same, and float32 to F16 rows
+//	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
+//
+// Types without a kernel in an implementation (Q5_0, Q5_1 and the K-quants
+// under avx2) use the generic dot product with that implementation's
+// activation quantizers.
 package kernels

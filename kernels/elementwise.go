@@ -16,10 +16,6 @@ func rmsNormRows(k *impl, dst, x, w []float32, eps float32) {
 	}
 }
 
-// Softmax normalises one row x in place into probabilities, as ggml's
-// soft_max (see softmaxGeneric for the exact arithmetic).
-func Softmax(x []float32) { def.softmax(x) }
-
 // SiLU computes dst = x·sigmoid(x) on rows of cols elements (ggml's vector
 // blocks start at every row). dst may alias x.
 func SiLU(dst, x []float32, cols int) {

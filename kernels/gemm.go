@@ -80,12 +80,6 @@ func (g *blockGEMM) recordSize() (block, size int) {
 	return 32, gemm32Rec
 }
 
-// recordsK lays out the Q8_K rows of a as K-quant records.
-func (a *actRows) recordsK() {
-	a.rec = grow(a.rec, len(a.rows)*(a.cols/256*gemmKRec))
-	a.recordsKRows(0, len(a.rows))
-}
-
 // recordsKRows writes the K-quant records of rows [t0, t1) into a.rec,
 // already sized. Disjoint ranges may run concurrently.
 func (a *actRows) recordsKRows(t0, t1 int) {

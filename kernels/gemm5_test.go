@@ -13,8 +13,9 @@ import (
 // Tests of the tiled kernels for Q5_0, Q5_1 (gemm32 records) and Q2_K,
 // Q3_K (K-quant records) against the generic dot products.
 
-// issue5Types are the weight types of the gemm5 and kq23 kernel families.
-var issue5Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
+// gemm5KQ23Types are the weight types of the gemm5 and kq23 kernel families
+// (tiled matmuls the avx512 implementation has; see doc.go).
+var gemm5KQ23Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
 
 // scaleOffsets returns the byte offsets of a block's f16 scales.
 func scaleOffsets(typ gguf.Type) []int {
@@ -49,15 +50,15 @@ func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() fl
 	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
 }
 
-// TestGEMMIssue5SameAsGeneric sweeps rows (tails of the 4-row groups),
+// TestGEMM5KQ23SameAsGeneric sweeps rows (tails of the 4-row groups),
 // blocks per row, activation rows (tiles and their tails), misaligned
 // weights, scale distributions and thread counts.
-func TestGEMMIssue5SameAsGeneric(t *testing.T) {
+func TestGEMM5KQ23SameAsGeneric(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		for _, threads := range []int{1, 3} {
 			p := newPool(threads, k)
 			defer p.Close()
-			for _, typ := range issue5Types {
+			for _, typ := range gemm5KQ23Types {
 				if k.gemm[typ] == nil {
 					continue
 				}
@@ -75,14 +76,14 @@ func TestGEMMIssue5SameAsGeneric(t *testing.T) {
 	})
 }
 
-// TestGEMMIssue5Large checks model-sized shapes and quantizer-made
+// TestGEMM5KQ23Large checks model-sized shapes and quantizer-made
 // weights.
-func TestGEMMIssue5Large(t *testing.T) {
+func TestGEMM5KQ23Large(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		p := newPool(2, k)
 		defer p.Close()
 		r := newRand(21)
-		for _, typ := range issue5Types {
+		for _, typ := range gemm5KQ23Types {
 			t.Run(typ.String(), func(t *testing.T) {
 				w := rawBlocks(r, typ, 300, 1536, 1, scaleDists["normal"](r))
 				checkSameMatMul(t, k, p, w, randVec(r, 7*1536, 1), 7)
@@ -93,8 +94,8 @@ func TestGEMMIssue5Large(t *testing.T) {
 	})
 }
 
-// TestGEMMIssue5ExtremeActivations: zero rows, spikes and huge values.
-func TestGEMMIssue5ExtremeActivations(t *testing.T) {
+// TestGEMM5KQ23ExtremeActivations: zero rows, spikes and huge values.
+func TestGEMM5KQ23ExtremeActivations(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		p := newPool(2, k)
 		defer p.Close()
@@ -110,7 +111,7 @@ func TestGEMMIssue5ExtremeActivations(t *testing.T) {
 		for i := range cols {
 			x[5*cols+i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
 		}
-		for _, typ := range issue5Types {
+		for _, typ := range gemm5KQ23Types {
 			t.Run(typ.String(), func(t *testing.T) {
 				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
 				checkSameMatMul(t, k, p, w, x, 6)
@@ -119,13 +120,13 @@ func TestGEMMIssue5ExtremeActivations(t *testing.T) {
 	})
 }
 
-// FuzzGEMMIssue5 compares the kernels with the generic ones on
+// FuzzGEMM5KQ23 compares the kernels with the generic ones on
 // fuzzer-chosen weight bytes.
-func FuzzGEMMIssue5(f *testing.F) {
+func FuzzGEMM5KQ23(f *testing.F) {
 	f.Add(uint8(0), uint8(3), uint8(2), uint64(1), []byte{1, 2, 3})
 	f.Add(uint8(3), uint8(9), uint8(7), uint64(99), []byte{0xff, 0x7b, 0x00, 0x80})
 	f.Fuzz(func(t *testing.T, ti, rows8, n8 uint8, seed uint64, raw []byte) {
-		typ := issue5Types[int(ti)%len(issue5Types)]
+		typ := gemm5KQ23Types[int(ti)%len(gemm5KQ23Types)]
 		rows, n := 1+int(rows8)%11, int(n8)%10
 		r := newRand(seed)
 		cols := typ.BlockSize() * (1 + r.IntN(4))
@@ -142,22 +143,22 @@ func FuzzGEMMIssue5(f *testing.F) {
 	})
 }
 
-// BenchmarkGEMMIssue5: decode (n=1) and batched (n=8) on a 2048×2048
+// BenchmarkGEMM5KQ23: decode (n=1) and batched (n=8) on a 2048×2048
 // weight, each accelerated implementation beside the generic one.
-func BenchmarkGEMMIssue5(b *testing.B) {
-	for _, typ := range issue5Types {
+func BenchmarkGEMM5KQ23(b *testing.B) {
+	for _, typ := range gemm5KQ23Types {
 		for _, n := range []int{1, 8} {
 			for _, k := range implementations() {
 				b.Run(fmt.Sprintf("%v/n=%d/%s", typ, n, k.name), func(b *testing.B) {
-					benchGEMMIssue5(b, k, typ, 2048, 2048, n)
+					benchGEMMRaw(b, k, typ, 2048, 2048, n)
 				})
 			}
 		}
 	}
 }
 
-// benchGEMMIssue5 is benchGEMM on rawBlocks weights (any block size).
-func benchGEMMIssue5(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
+// benchGEMMRaw is benchGEMM on rawBlocks weights (any block size).
+func benchGEMMRaw(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 	r := newRand(30)
 	benchMatMul(b, k, rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
 }

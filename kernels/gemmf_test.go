@@ -193,14 +193,15 @@ func BenchmarkFloatMatMul(b *testing.B) {
 	}
 }
 
-// TestIssue5NoAlloc: the new kernels allocate nothing per call once the
-// pool's scratch has grown (MatMul), and never when called directly.
-func TestIssue5NoAlloc(t *testing.T) {
+// TestKernelsNoAlloc: MatMul on the float types and the gemm5/kq23 types
+// allocates nothing per call once the pool's scratch has grown; the
+// float-weight dot products and the vector kernels never allocate.
+func TestKernelsNoAlloc(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
 		p := newPool(2, k)
 		defer p.Close()
 		r := newRand(70)
-		for _, typ := range append(append([]gguf.Type(nil), floatTypes...), issue5Types...) {
+		for _, typ := range append(append([]gguf.Type(nil), floatTypes...), gemm5KQ23Types...) {
 			cols := 512
 			var w Weight
 			if typ.BlockSize() == 1 {

@@ -1,8 +1,8 @@
 package kernels
 
-// The AVX-512 kernels are generated with avo by the separate module in
-// _asm (one file pair per kernel family); the generated files are
-// committed. `go generate` rewrites them, and `go test` in _asm checks that
+// The assembly kernels (AVX-512 and AVX2; doc.go lists the families and
+// what they serve) are generated with avo by the separate module in _asm,
+// one file pair per kernel family; the generated files are committed. `go generate` rewrites them, and `go test` in _asm checks that
 // they are up to date.
 //go:generate sh -c "cd _asm && go run . -kernel gemm32 -pkg kernels -out ../gemm32_amd64.s -stubs ../gemm32_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel gemm32avx2 -pkg kernels -out ../gemm32avx2_amd64.s -stubs ../gemm32avx2_stubs_amd64.go"

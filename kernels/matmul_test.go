@@ -201,7 +201,8 @@ func TestWeightValidate(t *testing.T) {
 	}
 }
 
-// TestDequantizeRow compares the embedding lookup with gguf.Dequantize.
+// TestDequantizeRow compares the embedding lookup of each row with
+// gguf.Dequantize of the whole matrix, bit for bit.
 func TestDequantizeRow(t *testing.T) {
 	r := newRand(4)
 	for _, tc := range allWeightTypes {
@@ -213,7 +214,7 @@ func TestDequantizeRow(t *testing.T) {
 				DequantizeRow(got, w, row)
 				for j, v := range got {
 					want := deq[row*cols+j]
-					if !closeTo(float64(v), float64(want), 1e-6*math.Abs(float64(want))+1e-9) {
+					if !sameBits(v, want) {
 						t.Fatalf("row %d col %d: %v, want %v", row, j, v, want)
 					}
 				}

@@ -44,9 +44,9 @@ func TestExpKernelsSweep(t *testing.T) {
 	})
 }
 
-// BenchmarkVecIssue5 covers the vector kernels BenchmarkVec does not:
+// BenchmarkVecOthers covers the vector kernels BenchmarkVec does not:
 // the BF16 dot, scaling, multiplication, lane reduction and SiLU.
-func BenchmarkVecIssue5(b *testing.B) {
+func BenchmarkVecOthers(b *testing.B) {
 	const n = 4096
 	r := newRand(33)
 	x, y := randVec(r, n, 1), randVec(r, n, 1)

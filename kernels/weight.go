@@ -41,9 +41,7 @@ func Pack(w Weight) Weight {
 }
 
 func pack(k *impl, w Weight) Weight {
-	switch w.Type {
-	case gguf.Q4_0, gguf.Q4_1, gguf.Q8_0: // the layouts packRows32 knows
-	default:
+	if tr := traitsOf(w.Type); tr == nil || tr.packHeader == 0 { // not a layout packRows32 knows
 		return w
 	}
 	g := k.gemm[w.Type]
@@ -85,11 +83,7 @@ func packGroups(groups, gb int, fill func(out []byte, g int)) []byte {
 
 // packGroup32 writes group g (rows 4g..4g+3) of w into out.
 func packGroup32(out []byte, w Weight, g int) {
-	size := w.Type.TypeSize()
-	hdr := 2 // Q4_0, Q8_0: d
-	if w.Type == gguf.Q4_1 {
-		hdr = 4 // d, m
-	}
+	size, hdr := w.Type.TypeSize(), weightTypes[w.Type].packHeader
 	nb, rb := w.Cols/32, w.RowBytes()
 	for i := range min(4, w.Rows-4*g) {
 		row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
@@ -102,16 +96,6 @@ func packGroup32(out []byte, w Weight, g int) {
 			}
 		}
 	}
-}
-
-// Supported reports whether MatMul and DequantizeRow handle weights of type t.
-func Supported(t gguf.Type) bool {
-	switch t {
-	case gguf.F32, gguf.F16, gguf.BF16, gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1,
-		gguf.Q8_0, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		return true
-	}
-	return false
 }
 
 // RowBytes is the size in bytes of one row. It is only meaningful for a

@@ -6,7 +6,8 @@ import (
 	"pagoda/sched"
 )
 
-// Family is the kind of step a plan serves (the seed's two graph families).
+// Family is the kind of step a plan serves: prefill or decode, the two
+// families FastDeploy captures graphs for.
 type Family int
 
 const (

@@ -96,7 +96,7 @@ func TestPlanFindCountsPadding(t *testing.T) {
 	}
 }
 
-// The seed's worst case for a merged-prefill bucket (N−1 sequences with one
+// The worst case for a merged-prefill bucket (N−1 sequences with one
 // token and one with the rest) runs with attention laid out for the plan's
 // tile count, the tiles past the real work doing nothing: outputs equal the
 // eager runner's bit for bit, and the step allocates nothing.

@@ -102,9 +102,6 @@ type Output struct {
 	Ignored []*Group
 }
 
-// Empty reports whether the step has nothing to run.
-func (o *Output) Empty() bool { return len(o.Seqs) == 0 && o.Step.Empty() }
-
 func (o *Output) reset() {
 	o.Seqs = o.Seqs[:0]
 	o.Step.Reset()
@@ -140,9 +137,6 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 	}
 	return &Scheduler{cfg: cfg, kv: kv}, nil
 }
-
-// KV returns the block manager.
-func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
 
 // NumWaiting, NumRunning and NumSwapped count groups in each queue.
 func (s *Scheduler) NumWaiting() int { return len(s.waiting) }

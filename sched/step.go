@@ -91,11 +91,6 @@ func (s *Step) BlockTable(i int) []int32 {
 // NumLogits is the number of logit rows of sequence i.
 func (s *Step) NumLogits(i int) int { return int(s.LogitStart[i+1] - s.LogitStart[i]) }
 
-// Empty reports whether the step has nothing to run.
-func (s *Step) Empty() bool {
-	return s.NumSeqs() == 0 && len(s.SwapOut) == 0 && len(s.SwapIn) == 0 && len(s.Copies) == 0
-}
-
 // Reset empties the step, keeping its buffers.
 func (s *Step) Reset() {
 	s.SeqIDs, s.Flags, s.QueryStart, s.ContextLens = s.SeqIDs[:0], s.Flags[:0], s.QueryStart[:0], s.ContextLens[:0]

@@ -67,9 +67,6 @@ func CompileTemplate(src string) (*Template, error) {
 	return &Template{src: src, tpl: tpl}, nil
 }
 
-// Source is the template text.
-func (t *Template) Source() string { return t.src }
-
 // Render renders msgs.
 func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
 	ms := make([]any, len(msgs))

@@ -15,9 +15,6 @@ import (
 	"pagoda/server"
 )
 
-// noEnv is an empty environment.
-func noEnv(string) (string, bool) { return "", false }
-
 // parseConfig runs serve's command-line path up to the configurations.
 func parseConfig(args []string, env map[string]string) (serveFlags, engine.Config, server.Options, error) {
 	var stderr bytes.Buffer

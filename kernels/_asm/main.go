@@ -1,4 +1,6 @@
-// Command _asm generates the AVX-512 assembly of package kernels with avo.
+// Command _asm generates the amd64 assembly of package kernels (its AVX-512
+// and AVX2 kernels) with avo; the kernels package doc maps each family to
+// the types and ISAs it serves.
 //
 // Each kernel family is written to its own file pair:
 //

@@ -174,19 +174,3 @@ func (d *dense) forward(tokens []int32) [][]float64 {
 	}
 	return logits
 }
-
-func logSoftmax64(x []float64) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, v)
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(v - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v - mx - math.Log(s)
-	}
-	return out
-}

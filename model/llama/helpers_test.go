@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"sort"
 	"testing"
 
 	"pagoda/gguf"
@@ -180,14 +179,4 @@ func argmax[T float32 | float64](x []T) int32 {
 		}
 	}
 	return int32(best)
-}
-
-// topK returns the k largest entries' ids.
-func topK(x []float64, k int) []int32 {
-	ids := make([]int32, len(x))
-	for i := range ids {
-		ids[i] = int32(i)
-	}
-	sort.SliceStable(ids, func(a, b int) bool { return x[ids[a]] > x[ids[b]] })
-	return ids[:k]
 }
