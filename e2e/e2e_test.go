@@ -102,24 +102,41 @@ type server struct {
 	exited chan error
 }
 
-func startServer(t *testing.T, bin, modelPath string, port int) *server {
+// startServer starts `pagoda serve` on the default model's settings with
+// extra flags.
+func startServer(t *testing.T, bin, modelPath string, port int, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", modelPath, "--port", strconv.Itoa(port), "--served-model-name", servedName,
-		"--max-model-len", strconv.Itoa(maxModelLen), "--max-num-seqs", "8", "--shutdown-timeout", "20s")
+	args := append([]string{"serve", modelPath, "--port", strconv.Itoa(port), "--served-model-name", servedName,
+		"--max-model-len", strconv.Itoa(maxModelLen), "--max-num-seqs", "8", "--shutdown-timeout", "20s"}, extra...)
+	return startProcess(t, "pagoda serve", exec.Command(bin, args...))
+}
+
+// startProcess starts cmd; s.exited delivers its exit status once. At
+// cleanup a process still running is killed, and its output is logged if
+// the test failed.
+func startProcess(t *testing.T, what string, cmd *exec.Cmd) *server {
+	t.Helper()
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	s := &server{cmd: cmd, out: out, exited: make(chan error, 1)}
-	go func() { s.exited <- cmd.Wait() }()
+	done := make(chan struct{}) // closed when the process has exited
+	go func() {
+		err := cmd.Wait()
+		close(done)
+		s.exited <- err
+	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-done:
+		default:
 			cmd.Process.Kill()
-			<-s.exited
+			<-done
 		}
 		if t.Failed() {
-			t.Logf("pagoda serve output:\n%s", out.String())
+			t.Logf("%s output:\n%s", what, out.String())
 		}
 	})
 	return s

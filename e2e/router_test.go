@@ -143,27 +143,6 @@ func scrapeMetrics(t *testing.T, base string) map[string]float64 {
 	return m
 }
 
-// startProcess starts cmd, kills it at cleanup, and logs its output if the
-// test failed.
-func startProcess(t *testing.T, what string, cmd *exec.Cmd) *server {
-	t.Helper()
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	s := &server{cmd: cmd, out: out, exited: make(chan error, 1)}
-	go func() { s.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-s.exited
-		if t.Failed() {
-			t.Logf("%s output:\n%s", what, out.String())
-		}
-	})
-	return s
-}
-
 // routerBin returns vllm-router from a virtual environment it installs
 // once (under the temporary directory, keyed by version). It fails (does
 // not skip) without python3, venv or pip.

@@ -67,30 +67,7 @@ func startSoakServer(t *testing.T, bin string, port int, shutdownTimeout string)
 		"--num-gpu-blocks-override", "16", "--block-size", "16", "--swap-space", "81920", "--max-num-seqs", "16",
 		"--max-model-len", "128", "--max-num-batched-tokens", "128", "--shutdown-timeout", shutdownTimeout,
 		"--disable-log-stats")
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, out: out, exited: make(chan error, 1)}
-	done := make(chan struct{}) // closed when the process has exited
-	go func() {
-		err := cmd.Wait()
-		close(done)
-		s.exited <- err
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("pagoda serve output:\n%s", out.String())
-		}
-	})
-	return s
+	return startProcess(t, "pagoda serve", cmd)
 }
 
 // soakReport is the part of `pagoda bench soak --json` the tests check.

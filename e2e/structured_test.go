@@ -35,7 +35,7 @@ func TestStructuredEndToEnd(t *testing.T) {
 	bin := buildPagoda(t)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	srv := startServerArgs(t, bin, modelPath, port, "--enable-auto-tool-choice", "--tool-call-parser", "hermes")
+	srv := startServer(t, bin, modelPath, port, "--enable-auto-tool-choice", "--tool-call-parser", "hermes")
 	waitHealthy(t, base, srv)
 
 	clientArgs := []string{"--base-url", base + "/v1", "--model", servedName}
@@ -45,31 +45,6 @@ func TestStructuredEndToEnd(t *testing.T) {
 	node.Dir = nodeDir
 	runLogged(t, "openai node client", node)
 	srv.stop(t)
-}
-
-// startServerArgs is startServer with extra `pagoda serve` flags.
-func startServerArgs(t *testing.T, bin, modelPath string, port int, extra ...string) *server {
-	t.Helper()
-	args := append([]string{"serve", modelPath, "--port", strconv.Itoa(port), "--served-model-name", servedName,
-		"--max-model-len", strconv.Itoa(maxModelLen), "--max-num-seqs", "8", "--shutdown-timeout", "20s"}, extra...)
-	cmd := exec.Command(bin, args...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, out: out, exited: make(chan error, 1)}
-	go func() { s.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("pagoda serve output:\n%s", out.String())
-		}
-	})
-	return s
 }
 
 // structuredVenv returns the python of a virtual environment with openai,
