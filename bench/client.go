@@ -134,11 +134,10 @@ func (c *Client) read(body io.Reader, res *Result) error {
 			}
 			return err
 		}
-		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:")
+		data, ok := sseData(line)
 		if !ok {
 			continue // blank separators, comments, other SSE fields
 		}
-		data = strings.TrimSpace(data)
 		if data == "[DONE]" {
 			break
 		}
@@ -207,4 +206,12 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (s
 		return "", fmt.Errorf("GET /v1/models: no model listed (%v)", err)
 	}
 	return list.Data[0].ID, nil
+}
+
+// sseData returns the data of one Server-Sent Events line ("data: X"),
+// trimmed; ok is false for other lines (blank separators, comments, other
+// fields).
+func sseData(line string) (data string, ok bool) {
+	data, ok = strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:")
+	return strings.TrimSpace(data), ok
 }

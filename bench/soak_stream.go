@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -33,11 +32,10 @@ func readStream(ctx context.Context, req soakRequest, body io.Reader, cancel con
 			r.TTFC = res.TTFC
 			return r
 		}
-		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:")
+		data, ok := sseData(line)
 		if !ok {
 			continue // blank separators, comments, other SSE fields
 		}
-		data = strings.TrimSpace(data)
 		if data == "[DONE]" {
 			break
 		}
