@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net/http/httptest"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"testing"
 
 	"pagoda/engine"

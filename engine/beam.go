@@ -107,7 +107,7 @@ func (e *Engine) applyBeams(r *request, live []*sched.Sequence, next []beamCand)
 				e.finishRequest(r, FinishAbort, err)
 				return
 			}
-			cs := &seqState{index: len(r.seqs), sampler: st.sampler.Clone(), stop: st.stop, detok: st.detok,
+			cs := &outputState{index: len(r.seqs), sampler: st.sampler.Clone(), stop: st.stop, detok: st.detok,
 				delta: CompletionOutput{Logprobs: slices.Clone(st.delta.Logprobs)}}
 			r.seqs[child] = cs
 			e.beamAppend(r, child, cs, c)
@@ -116,7 +116,7 @@ func (e *Engine) applyBeams(r *request, live []*sched.Sequence, next []beamCand)
 	}
 }
 
-func (e *Engine) beamAppend(r *request, q *sched.Sequence, st *seqState, c beamCand) {
+func (e *Engine) beamAppend(r *request, q *sched.Sequence, st *outputState, c beamCand) {
 	q.Append(c.id)
 	st.sampler.Accept(c.id)
 	st.cum = c.cum

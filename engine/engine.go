@@ -19,7 +19,6 @@ import (
 	"pagoda/grammar"
 	"pagoda/kvcache"
 	"pagoda/model"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"pagoda/runner"
 	"pagoda/sample"
 	"pagoda/sched"
@@ -289,29 +288,44 @@ func (e *Engine) inboxLen() int {
 // engine state may call it (not while Start's loop runs).
 func (e *Engine) Step() error {
 	start := time.Now()
-	e.masks = maskTimes{}
 	e.drain()
-	out, err := e.sched.Schedule()
+	out, err := e.schedule()
 	if err != nil {
 		return e.failAll(err)
 	}
-	e.finishIgnored(out.Ignored)
-	e.markScheduled(out)
 	res, err := e.runner.Execute(&out.Step)
 	if err != nil {
 		return e.failAll(err)
 	}
 	touched := e.process(out, res.Logits, res.Rows)
-	e.publishStats()
-	if e.onStep != nil && len(out.Seqs) > 0 {
-		st := res.Stats
-		info := StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
-			Forward: st.Forward, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles}
-		info.Masks, info.MaskTime, info.MaskMax = e.masks.n, e.masks.total, e.masks.max
-		e.onStep(info)
-	}
+	e.publish(out, res.Stats, start)
 	e.emitAll(touched)
 	return nil
+}
+
+// schedule builds the next step and applies its bookkeeping: groups that
+// can never run are finished, first schedulings stamped.
+func (e *Engine) schedule() (*sched.Output, error) {
+	e.masks = maskTimes{}
+	out, err := e.sched.Schedule()
+	if err != nil {
+		return nil, err
+	}
+	e.finishIgnored(out.Ignored)
+	e.markScheduled(out)
+	return out, nil
+}
+
+// publish makes the step's statistics visible: the stats snapshot, then
+// the OnStep hook.
+func (e *Engine) publish(out *sched.Output, st runner.Stats, start time.Time) {
+	e.publishStats()
+	if e.onStep == nil || len(out.Seqs) == 0 {
+		return
+	}
+	e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
+		Forward: st.Forward, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles,
+		Masks: e.masks.n, MaskTime: e.masks.total, MaskMax: e.masks.max})
 }
 
 // Start runs the engine loop in a goroutine until ctx ends; then it aborts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"testing"
 	"time"
 

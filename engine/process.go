@@ -19,7 +19,10 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 	now := time.Now()
 	var touched []*request
 	for i, sq := range out.Seqs {
-		r := sq.Group.Data.(*request)
+		r, ok := e.reqs[sq.Group.RequestID]
+		if !ok {
+			continue // finished earlier in this step (a failed fork)
+		}
 		rw := rows[i]
 		if r.group.AllLogits && rw.Count > 0 {
 			e.promptLogprobs(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
@@ -68,7 +71,7 @@ func (e *Engine) emitAll(touched []*request) {
 func (e *Engine) markScheduled(out *sched.Output) {
 	now := time.Now()
 	for _, sq := range out.Seqs {
-		if r := sq.Group.Data.(*request); r.metrics.FirstScheduled.IsZero() {
+		if r := e.reqs[sq.Group.RequestID]; r.metrics.FirstScheduled.IsZero() {
 			r.metrics.FirstScheduled, r.cached = now, sq.Start
 			e.dequeue(r)
 		}
@@ -87,7 +90,7 @@ func (e *Engine) sample(r *request, q *sched.Sequence, row []float32) {
 				e.finishRequest(r, FinishAbort, err)
 				return
 			}
-			r.seqs[c] = e.newSeqState(r, i)
+			r.seqs[c] = e.newOutputState(r, i)
 			e.sampleOne(r, c, row)
 		}
 	}
@@ -111,7 +114,7 @@ func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
 
 // appendToken adds a token to q, records it in the delta and applies the
 // stop conditions.
-func (e *Engine) appendToken(r *request, q *sched.Sequence, st *seqState, id int32, lp float32, top []sample.TokenLogprob) {
+func (e *Engine) appendToken(r *request, q *sched.Sequence, st *outputState, id int32, lp float32, top []sample.TokenLogprob) {
 	q.Append(id)
 	st.sampler.Accept(id)
 	st.cum += float64(lp)
@@ -140,7 +143,7 @@ func (e *Engine) appendToken(r *request, q *sched.Sequence, st *seqState, id int
 
 // checkStop detokenizes id and returns the finish reason, if any, in vLLM's
 // order: EOS, stop token, stop string, length.
-func (e *Engine) checkStop(r *request, q *sched.Sequence, st *seqState, id int32, n int) (string, any) {
+func (e *Engine) checkStop(r *request, q *sched.Sequence, st *outputState, id int32, n int) (string, any) {
 	p := &r.params
 	minOK := n >= p.MinTokens
 	if minOK && !p.IgnoreEOS && e.tok.IsEOG(id) {
@@ -171,7 +174,7 @@ func (e *Engine) checkStop(r *request, q *sched.Sequence, st *seqState, id int32
 
 // finishSeq ends q: releases held-back text (unless a stop string matched),
 // records the reason and frees q's blocks.
-func (e *Engine) finishSeq(r *request, q *sched.Sequence, st *seqState, reason string, why any) {
+func (e *Engine) finishSeq(r *request, q *sched.Sequence, st *outputState, reason string, why any) {
 	if _, matched := st.stop.Match(); !matched {
 		released, _ := st.stop.Push(st.detok.Flush())
 		st.delta.Text += released + st.stop.Flush()
@@ -252,12 +255,12 @@ func (e *Engine) emit(r *request, done bool, err error) {
 }
 
 // ordered returns the sequence states by index.
-func (r *request) ordered() []*seqState {
-	sts := make([]*seqState, 0, len(r.seqs))
+func (r *request) ordered() []*outputState {
+	sts := make([]*outputState, 0, len(r.seqs))
 	for _, st := range r.seqs {
 		sts = append(sts, st)
 	}
-	slices.SortFunc(sts, func(a, b *seqState) int { return a.index - b.index })
+	slices.SortFunc(sts, func(a, b *outputState) int { return a.index - b.index })
 	return sts
 }
 
@@ -268,7 +271,7 @@ func (r *request) ordered() []*seqState {
 func (r *request) bestOutputs() []CompletionOutput {
 	sts := r.ordered()
 	if len(sts) > r.params.N {
-		slices.SortStableFunc(sts, func(a, b *seqState) int {
+		slices.SortStableFunc(sts, func(a, b *outputState) int {
 			switch {
 			case a.cum > b.cum:
 				return -1

@@ -21,7 +21,7 @@ type request struct {
 	prompt   []int32
 	stream   *Stream
 	group    *sched.Group
-	seqs     map[*sched.Sequence]*seqState
+	seqs     map[*sched.Sequence]*outputState
 	maxLen   int  // prompt + max tokens
 	forked   bool // parallel samples were forked from the first sequence
 	beam     *beamSearch
@@ -35,8 +35,9 @@ type request struct {
 	grammar  *grammar.Compiled  // the output constraint bound to the vocabulary; nil: none
 }
 
-// seqState is one sequence's sampling and detokenization state.
-type seqState struct {
+// outputState is one sequence's sampling, grammar and detokenization state: what turns its
+// logits into tokens and its tokens into text (the block table is kvcache's).
+type outputState struct {
 	index    int
 	sampler  *sample.Sampler
 	detok    *tokenizer.Detokenizer
@@ -87,7 +88,7 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 		id = e.newID()
 	}
 	req := &request{id: id, params: p, prompt: slices.Clone(r.PromptTokens), stream: newStream(),
-		seqs: map[*sched.Sequence]*seqState{}, maxLen: n + p.MaxTokens, stops: tokenizer.NewStopSet(p.Stop)}
+		seqs: map[*sched.Sequence]*outputState{}, maxLen: n + p.MaxTokens, stops: tokenizer.NewStopSet(p.Stop)}
 	req.metrics.Arrival = time.Now()
 	if !p.IgnoreEOS {
 		req.suppress = append(req.suppress, e.tok.EOGs()...)
@@ -95,20 +96,20 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 	req.suppress = append(req.suppress, p.StopTokenIDs...)
 	seq := &sched.Sequence{Tokens: slices.Clone(r.PromptTokens), NumPromptTokens: n}
 	req.group = &sched.Group{RequestID: id, Priority: r.Priority, Seqs: []*sched.Sequence{seq},
-		MaxSeqs: p.bestOf(), AllLogits: p.PromptLogprobs >= 0, Data: req}
+		MaxSeqs: p.bestOf(), AllLogits: p.PromptLogprobs >= 0}
 	if p.UseBeamSearch {
 		req.beam = &beamSearch{width: p.bestOf()}
 	}
 	if p.Grammar != nil {
 		req.grammar = e.compiled.get(p.Grammar, e.grammarVocab())
 	}
-	req.seqs[seq] = e.newSeqState(req, 0)
+	req.seqs[seq] = e.newOutputState(req, 0)
 	return req, nil
 }
 
-func (e *Engine) newSeqState(r *request, index int) *seqState {
+func (e *Engine) newOutputState(r *request, index int) *outputState {
 	p := r.params
-	st := &seqState{index: index, sampler: sample.New(p.Params.Child(index), r.prompt),
+	st := &outputState{index: index, sampler: sample.New(p.Params.Child(index), r.prompt),
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
 		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
@@ -160,7 +161,7 @@ func (e *Engine) stopAll() {
 // finishIgnored ends groups the scheduler dropped because they cannot fit.
 func (e *Engine) finishIgnored(groups []*sched.Group) {
 	for _, g := range groups {
-		if r, ok := g.Data.(*request); ok {
+		if r, ok := e.reqs[g.RequestID]; ok {
 			e.finishRequest(r, FinishAbort, fmt.Errorf("%w (%d blocks of %d tokens)", sched.ErrCacheTooSmall,
 				e.blocks.Device().NumBlocks(), e.cfg.BlockSize))
 		}

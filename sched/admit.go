@@ -22,18 +22,21 @@ func (s *Scheduler) scheduleWaiting(budget *int) error {
 		if s.numRunningSeqs()+max(g.MaxSeqs, g.NumUnfinished()) > s.cfg.MaxNumSeqs {
 			return nil
 		}
+		if s.neverFits(g) {
+			s.waiting = s.waiting[1:]
+			s.ignore(g)
+			continue
+		}
 		ok, err := s.admit(g, budget)
 		if err != nil {
 			return err
 		}
-		if !ok && !g.Finished() && len(s.running) == 0 && len(s.swapped) == 0 &&
-			s.kv.NumFreeBlocks() == s.kv.Device().NumBlocks() {
+		if !ok && s.idle() {
 			// Alone on an empty device it cannot start: it never will
 			// (a group of forked sequences preempted by recompute can
 			// need more blocks together than the pool has).
 			s.waiting = s.waiting[1:]
-			s.finishGroup(g)
-			s.out.Ignored = append(s.out.Ignored, g)
+			s.ignore(g)
 			continue
 		}
 		if !ok {
@@ -45,11 +48,34 @@ func (s *Scheduler) scheduleWaiting(budget *int) error {
 	return nil
 }
 
+// neverFits reports whether a sequence of g needs more blocks than the
+// device pool has.
+func (s *Scheduler) neverFits(g *Group) bool {
+	for _, q := range g.Seqs {
+		if q.Status != StatusFinished && s.kv.CanAllocate(q.Tokens) == kvcache.AllocNever {
+			return true
+		}
+	}
+	return false
+}
+
+// idle reports whether nothing runs or is swapped out and every device
+// block is free: a group that cannot start now never will.
+func (s *Scheduler) idle() bool {
+	return len(s.running) == 0 && len(s.swapped) == 0 && s.kv.NumFreeBlocks() == s.kv.Device().NumBlocks()
+}
+
+// ignore finishes g, which can never run, and lists it in Output.Ignored
+// (the engine ends its request with ErrCacheTooSmall).
+func (s *Scheduler) ignore(g *Group) {
+	s.finishGroup(g)
+	s.out.Ignored = append(s.out.Ignored, g)
+}
+
 // admit allocates every unfinished sequence of g with the tokens it computes
 // now; when the budget runs out, later sequences of the group start with
-// their cached prefix only and compute at later steps. On failure it
-// leaves nothing allocated and reports false; a group that can never fit
-// is finished and listed in Output.Ignored.
+// their cached prefix only and compute at later steps. When there is no
+// room it leaves nothing allocated and reports false.
 func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 	left := *budget
 	mark := len(s.out.Seqs)
@@ -63,14 +89,6 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 			cached = s.kv.NumCachedTokens(q.Tokens)
 		}
 		n := min(q.NumTokens()-cached, left)
-		status := s.kv.CanAllocate(q.Tokens)
-		if status == kvcache.AllocNever {
-			s.rollback(g, mark)
-			s.waiting = s.waiting[1:]
-			s.finishGroup(g)
-			s.out.Ignored = append(s.out.Ignored, g)
-			return false, nil
-		}
 		if (first && n <= 0) || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
 			s.rollback(g, mark)
 			return false, nil

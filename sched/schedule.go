@@ -51,8 +51,7 @@ func (s *Scheduler) scheduleRunning(budget *int) error {
 			s.running = s.running[:len(s.running)-1]
 			if victim == g && len(s.running) == 0 && s.onlyHolder(g) {
 				// Nothing else holds blocks: g can never fit.
-				s.finishGroup(g)
-				s.out.Ignored = append(s.out.Ignored, g)
+				s.ignore(g)
 				return nil
 			}
 			if err := s.preempt(victim); err != nil {
@@ -180,8 +179,7 @@ func (s *Scheduler) scheduleSwapped(budget *int) error {
 			}
 			// Alone on an empty device it still cannot run: it never will.
 			s.swapped = s.swapped[1:]
-			s.finishGroup(g)
-			s.out.Ignored = append(s.out.Ignored, g)
+			s.ignore(g)
 			continue
 		}
 		var err error

@@ -61,8 +61,6 @@ type Group struct {
 	// AllLogits asks the runner for the logits of every computed position,
 	// not only the sampling one (prompt logprobs).
 	AllLogits bool
-	// Data is the engine's per-request state; the scheduler never reads it.
-	Data any
 
 	arrival int64 // admission order, for FCFS within a priority
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"strconv"
 	"strings"
 	"testing"

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 
 	"pagoda/dist"
 )
