@@ -108,9 +108,9 @@ func sameOutput(a, b RequestOutput) bool {
 // finished exactly once, every request not aborted gave exactly the
 // output it gives alone, and no block leaked.
 func TestFaultInjection(t *testing.T) {
-	runs := 1500
+	runs := 3000
 	if testing.Short() {
-		runs = 300
+		runs = 1000
 	}
 	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen = 8, 64 })
 	preempted, swapped := int64(0), int64(0)
