@@ -95,6 +95,10 @@ func TestUnknownFieldsRefused(t *testing.T) {
 		{"/v1/chat/completions", map[string]any{"messages": chatMessages, "functions": []any{}}, "functions", "use tools"},
 		{"/tokenize", map[string]any{"prompt": "a", "extra": 1}, "extra", "unknown field"},
 		{"/v1/completions", map[string]any{"prompt": "a", "return_hidden_states": true}, "return_hidden_states", "only its default value false"},
+		{"/v1/completions", map[string]any{"prompt": "a", "structured_outputs": map[string]any{"structural_tag": "x"}},
+			"structured_outputs.structural_tag", "unknown field"},
+		{"/v1/chat/completions", map[string]any{"messages": chatMessages, "response_format": map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "bogus": 1}}}, "response_format.json_schema.bogus", "unknown field"},
 	} {
 		code, body := post(t, ts.url+tc.path, tc.body)
 		checkError(t, code, body, http.StatusBadRequest, tc.param, tc.want)

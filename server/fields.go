@@ -47,14 +47,15 @@ var neutralFields = map[string]string{
 	"include_reasoning":    "true",
 }
 
-var knownFields sync.Map // reflect.Type → []string (sorted)
+var knownFields sync.Map // reflect.Type → map[string]reflect.Type
 
-// fieldNames returns the JSON field names of struct type t, sorted.
-func fieldNames(t reflect.Type) []string {
+// fieldTypes returns the JSON field names of struct type t (embedded
+// structs included) with their types.
+func fieldTypes(t reflect.Type) map[string]reflect.Type {
 	if v, ok := knownFields.Load(t); ok {
-		return v.([]string)
+		return v.(map[string]reflect.Type)
 	}
-	var names []string
+	fields := map[string]reflect.Type{}
 	var walk func(reflect.Type)
 	walk = func(t reflect.Type) {
 		for f := range t.Fields() {
@@ -70,20 +71,25 @@ func fieldNames(t reflect.Type) []string {
 			if name == "" {
 				name = f.Name
 			}
-			names = append(names, name)
+			fields[name] = f.Type
 		}
 	}
 	walk(t)
-	slices.Sort(names)
-	knownFields.Store(t, names)
-	return names
+	knownFields.Store(t, fields)
+	return fields
 }
 
 // checkFields refuses a JSON object body with a field that v's struct type
-// does not have (400 naming the field). Non-objects are left to
-// json.Unmarshal's own errors.
+// does not have (400 naming the field), at the top level and in nested
+// objects that decode into structs (response_format.json_schema,
+// structured_outputs, stream_options; not the items of lists such as
+// messages, whose extra keys clients echo back from earlier responses).
+// Non-objects are left to json.Unmarshal's own errors.
 func checkFields(body []byte, v any) *apiError {
-	t := reflect.TypeOf(v)
+	return checkObject(body, reflect.TypeOf(v), "")
+}
+
+func checkObject(body []byte, t reflect.Type, prefix string) *apiError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -94,13 +100,16 @@ func checkFields(body []byte, v any) *apiError {
 	if json.Unmarshal(body, &fields) != nil {
 		return nil
 	}
-	known := fieldNames(t)
+	known := fieldTypes(t)
 	var bad []string
 	for k, v := range fields {
-		if _, ok := slices.BinarySearch(known, k); ok {
+		if ft, ok := known[k]; ok {
+			if aerr := checkObject(v, ft, prefix+k+"."); aerr != nil {
+				return aerr
+			}
 			continue
 		}
-		if neutral, ok := neutralFields[k]; ok && string(bytes.TrimSpace(v)) == neutral {
+		if neutral, ok := neutralFields[k]; ok && prefix == "" && string(bytes.TrimSpace(v)) == neutral {
 			continue
 		}
 		bad = append(bad, k)
@@ -109,11 +118,12 @@ func checkFields(body []byte, v any) *apiError {
 		return nil
 	}
 	slices.Sort(bad)
-	if neutral, ok := neutralFields[bad[0]]; ok {
-		return badRequest(bad[0], "%s is not supported: only its default value %s is accepted", bad[0], neutral)
+	name := prefix + bad[0]
+	if neutral, ok := neutralFields[name]; ok {
+		return badRequest(name, "%s is not supported: only its default value %s is accepted", name, neutral)
 	}
-	if why, ok := unsupportedFields[bad[0]]; ok {
-		return badRequest(bad[0], "%s is not supported: %s", bad[0], why)
+	if why, ok := unsupportedFields[name]; ok {
+		return badRequest(name, "%s is not supported: %s", name, why)
 	}
-	return badRequest(bad[0], "unknown field %q (this server does not implement it)", bad[0])
+	return badRequest(name, "unknown field %q (this server does not implement it)", name)
 }
