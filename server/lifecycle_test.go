@@ -32,12 +32,13 @@ func TestAbortOnDisconnect(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		body       map[string]any
+		all        int64 // the tokens the request generates when it runs to the end
 	}{
-		{"completion_stream", "/v1/completions", withStream(long)},
-		{"chat_stream", "/v1/chat/completions", withStream(map[string]any{"messages": chatMessages, "max_tokens": 400, "ignore_eos": true})},
-		{"multi_prompt_stream", "/v1/completions", withStream(map[string]any{"prompt": []string{"a", "b"}, "max_tokens": 480, "ignore_eos": true})},
-		{"completion", "/v1/completions", long},
-		{"chat_n2", "/v1/chat/completions", map[string]any{"messages": chatMessages, "max_tokens": 400, "ignore_eos": true, "n": 2}},
+		{"completion_stream", "/v1/completions", withStream(long), 480},
+		{"chat_stream", "/v1/chat/completions", withStream(map[string]any{"messages": chatMessages, "max_tokens": 400, "ignore_eos": true}), 400},
+		{"multi_prompt_stream", "/v1/completions", withStream(map[string]any{"prompt": []string{"a", "b"}, "max_tokens": 480, "ignore_eos": true}), 960},
+		{"completion", "/v1/completions", long, 480},
+		{"chat_n2", "/v1/chat/completions", map[string]any{"messages": chatMessages, "max_tokens": 400, "ignore_eos": true, "n": 2}, 800},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := newTestServer(t, nil, Options{})
@@ -64,7 +65,7 @@ func TestAbortOnDisconnect(t *testing.T) {
 			<-done
 			st := settle(t, ts)
 			t.Logf("generated %d tokens before the abort took effect", st.GenerationTokens-1)
-			if st.GenerationTokens >= 400 {
+			if st.GenerationTokens >= tc.all {
 				t.Fatalf("the aborted request ran to the end: %+v", st)
 			}
 			if v := metricValue(t, ts, `vllm:request_success_total{finished_reason="abort",model_name="stories260K"}`); v < 1 {
