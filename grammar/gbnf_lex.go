@@ -1,6 +1,9 @@
 package grammar
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // literal parses the rest of a "..." literal (start is the opening quote).
 func (p *gbnfParser) literal(start int) (*node, error) {
@@ -108,14 +111,11 @@ func (p *gbnfParser) hex(start, digits int) (rune, error) {
 	return v, nil
 }
 
+// hexDigit is the value of hexadecimal digit c.
 func hexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
+	i := strings.IndexByte("0123456789abcdefABCDEF", c)
+	if i >= 16 {
+		i -= 6
 	}
-	return 0, false
+	return byte(i), i >= 0
 }
