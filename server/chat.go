@@ -87,6 +87,7 @@ type chatRun struct {
 	created int64
 	n       int
 	tools   *toolPlan
+	streams map[int]*toolStream // stream: per choice, when tools may be called
 }
 
 func (c *chatRun) response(t *tracker) chatResponse {
@@ -131,9 +132,8 @@ func (c *chatRun) callsFinish(calls []toolCall) bool {
 
 func ptr[T any](v T) *T { return &v }
 
-// stream sends each choice's role first, then one chunk per output delta.
-// With tool calls possible, each choice's output is held to its end, then
-// sent as its content and one tool-call delta per call.
+// stream sends each choice's role first, then one chunk per output delta
+// (see toolStream when tools may be called).
 func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 	empty := ""
 	for i := range c.n {
@@ -143,10 +143,7 @@ func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 	}
 	ok := c.b.relay(ctx, out, ts, func(_ int, o engine.CompletionOutput) any {
 		if c.tools.mode != toolsNone {
-			if o.FinishReason == "" {
-				return nil
-			}
-			return c.heldChunk(ts[0].outs[o.Index])
+			return c.toolChunk(o, ts[0].outs[o.Index])
 		}
 		ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
 		if o.Text != "" {

@@ -137,11 +137,12 @@ func (p *toolPlan) calls(text string) (content string, calls []toolCall, ok bool
 	var fs []toolCallFunc
 	switch p.mode {
 	case toolsNamed:
-		var buf bytes.Buffer
-		if json.Compact(&buf, []byte(text)) != nil {
+		// The arguments as generated (OpenAI's and vLLM's), so that a
+		// stream's argument deltas add up to the same text.
+		if !json.Valid([]byte(text)) {
 			return text, nil, false
 		}
-		fs = []toolCallFunc{{Name: p.name, Arguments: buf.String()}}
+		fs = []toolCallFunc{{Name: p.name, Arguments: text}}
 	case toolsRequired:
 		var parsed bool
 		if fs, parsed = parseCallArray(text); !parsed {

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"pagoda/engine"
 	"regexp"
 	"slices"
 	"strings"
@@ -137,7 +138,7 @@ func TestToolCalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(c.Choices) > 0 {
-				got = append(got, c.Choices[0].Delta.ToolCalls...)
+				got = reassemble(got, c.Choices[0].Delta.ToolCalls)
 				if f := c.Choices[0].FinishReason; f != nil {
 					finishes = append(finishes, *f)
 				}
@@ -221,4 +222,62 @@ func TestTokenizeTools(t *testing.T) {
 			plain.Count, withTools.Count, resp.Usage.PromptTokens)
 	}
 	settle(t, ts)
+}
+
+// reassemble adds streamed tool-call deltas to the calls so far, as the
+// OpenAI clients do: a delta with a new index starts a call, later ones
+// append to its arguments.
+func reassemble(calls, deltas []toolCallDelta) []toolCallDelta {
+	for _, d := range deltas {
+		for len(calls) <= d.Index {
+			calls = append(calls, toolCallDelta{Index: len(calls)})
+		}
+		c := &calls[d.Index]
+		if d.ID != "" {
+			c.ID, c.Type = d.ID, d.Type
+		}
+		c.Function.Name += d.Function.Name
+		c.Function.Arguments += d.Function.Arguments
+	}
+	return calls
+}
+
+// Streaming an auto tool choice: text goes out as content until a call may
+// begin; the call comes as a tool-call delta at the end; a false start is
+// sent as content at the end.
+func TestToolStreamAuto(t *testing.T) {
+	for _, tc := range []struct {
+		parser  string
+		deltas  []string
+		content string // all content sent
+		call    string // the call's name, or "" for none
+	}{
+		{"hermes", []string{"Sure, ", "<tool", `_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>`}, "Sure, ", "get_weather"},
+		{"hermes", []string{"It is ", "sunny <to", "day."}, "It is sunny <today.", ""},
+		{"llama3_json", []string{" {", `"name": "get_weather", "parameters": {}}`}, "", "get_weather"},
+		{"llama3_json", []string{"Paris ", "is sunny."}, "Paris is sunny.", ""},
+	} {
+		c := &chatRun{b: &backend{}, req: &chatRequest{}, tools: &toolPlan{mode: toolsAuto, parser: tc.parser}}
+		var full engine.CompletionOutput
+		var content string
+		var calls []toolCallDelta
+		for i, d := range tc.deltas {
+			o := engine.CompletionOutput{Text: d}
+			if i == len(tc.deltas)-1 {
+				o.FinishReason = "stop"
+			}
+			full.Text += d
+			full.FinishReason = o.FinishReason
+			if v := c.toolChunk(o, full); v != nil {
+				ch := v.(chatChunk).Choices[0]
+				if ch.Delta.Content != nil {
+					content += *ch.Delta.Content
+				}
+				calls = reassemble(calls, ch.Delta.ToolCalls)
+			}
+		}
+		if content != tc.content || (tc.call == "") != (len(calls) == 0) || (tc.call != "" && calls[0].Function.Name != tc.call) {
+			t.Errorf("%s %q: content %q, calls %+v", tc.parser, tc.deltas, content, calls)
+		}
+	}
 }
