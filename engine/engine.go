@@ -189,7 +189,7 @@ func (e *Engine) grammarVocab() *grammar.Vocab {
 // Warmup captures the runner's step plans (nothing with EnforceEager).
 // Call it before Start; progress, if set, is called after each run.
 func (e *Engine) Warmup(progress func(done, total int)) (runner.WarmupStats, error) {
-	if e.cfg.tpRanks() > 1 {
+	if e.cfg.tpRanks() > 1 && e.runner.Buckets() != nil {
 		return runner.WarmupStats{}, errors.New("engine: warm-up (captured plans) is not implemented with tensor parallelism; run eager")
 	}
 	return e.runner.Warmup(progress)
@@ -363,12 +363,21 @@ func (e *Engine) Start(ctx context.Context) {
 
 func (e *Engine) loop(ctx context.Context) {
 	defer close(e.stopped)
+	var keepalive <-chan time.Time // idle keepalives to the other tensor-parallel ranks
+	if e.cfg.tpRanks() > 1 {
+		t := time.NewTicker(tpKeepalive)
+		defer t.Stop()
+		keepalive = t.C
+	}
 	for {
 		e.drain()
 		if len(e.reqs) == 0 {
 			e.publishStats() // aborts while idle change the gauges too
 			select {
 			case <-e.wake:
+				continue
+			case <-keepalive:
+				e.pingRanks()
 				continue
 			case <-ctx.Done():
 				e.shutdown()

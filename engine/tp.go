@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"pagoda/dist"
 	"pagoda/model"
@@ -22,10 +23,23 @@ import (
 //     (sched.Step.AppendBinary, never empty); each rank executes it on its
 //     shard, the all-reduces inside the forward pass keeping the ranks in
 //     lock-step;
-//  3. at Close: an empty message, which ends the other ranks' Follow.
+//  3. while idle, every tpKeepalive: a one-byte keepalive, so that the
+//     other ranks' wait for the next step does not time out (dist bounds
+//     every wait) while rank 0 has nothing to run;
+//  4. at Close: an empty message, which ends the other ranks' Follow.
 //
 // A rank that dies makes rank 0's next broadcast or all-reduce fail (dist
 // times out instead of hanging): the step fails its requests with the error.
+
+// tpKeepalive is how often an idle rank 0 tells the other ranks it is
+// alive; well under dist.DefaultTimeout.
+const tpKeepalive = 10 * time.Second
+
+// pingRanks sends the keepalive. A failure breaks the Comm: the next step's
+// broadcast reports it to the requests.
+func (e *Engine) pingRanks() {
+	e.cfg.TensorParallel.Broadcast([]byte{0})
+}
 
 // tpHeaderLen is the size of the cache layout message.
 const tpHeaderLen = 4 * 4
@@ -123,8 +137,11 @@ func Follow(cfg Config, comm dist.Comm) error {
 		if msg, err = comm.Broadcast(msg); err != nil {
 			return fmt.Errorf("tensor parallel rank %d: receiving a step: %w", comm.Rank(), err)
 		}
-		if len(msg) == 0 {
+		switch len(msg) {
+		case 0:
 			return nil
+		case 1:
+			continue // keepalive
 		}
 		if err := s.UnmarshalBinary(msg); err != nil {
 			return fmt.Errorf("tensor parallel rank %d: %w", comm.Rank(), err)

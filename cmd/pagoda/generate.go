@@ -96,7 +96,7 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	if comm != nil {
 		defer comm.Close()
 		if comm.Rank() > 0 {
-			return engine.Follow(cfg, comm)
+			return follow(cfg, comm)
 		}
 		cfg.TensorParallel, cfg.EnforceEager = comm, true
 	}

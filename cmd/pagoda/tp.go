@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"pagoda/dist"
+	"pagoda/engine"
 )
 
 // tensorParallel returns the communicator of an --tensor-parallel-size n
@@ -26,4 +30,13 @@ func tensorParallel(n int) (dist.Comm, error) {
 		return nil, fmt.Errorf("--tensor-parallel-size %d, but %d rank(s) were started: run under mpirun -np %d", n, c.Size(), n)
 	}
 	return c, nil
+}
+
+// follow is a rank other than 0 of a serve or generate run: it executes
+// rank 0's steps until rank 0 shuts it down. It ignores SIGTERM and
+// SIGINT (mpirun forwards them to every rank): rank 0 handles them, drains
+// its requests and then ends this rank with the shutdown message.
+func follow(cfg engine.Config, comm dist.Comm) error {
+	signal.Ignore(syscall.SIGTERM, os.Interrupt)
+	return engine.Follow(cfg, comm)
 }
