@@ -71,17 +71,20 @@ mpi-deps:
 # changes nothing; every test at full size, then again under the race
 # detector with -short (smaller workloads, the same models; see
 # internal/testmodel); package dist again with -tags mpi, whose tests run
-# two ranks under mpirun (and fail when mpirun is missing).
+# two ranks under mpirun (and fail when mpirun is missing), and the engine's
+# and serve's tensor-parallel tests the same way (TP=2 under mpirun equals
+# TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both).
 test: model vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel)' ./engine/ ./cmd/pagoda/
 	$(GO) test -count=1 -race -short -timeout 40m ./...
 
 vet: mpi-deps
 	$(GO) vet ./...
-	CGO_ENABLED=1 $(GO) vet -tags mpi ./dist/
+	CGO_ENABLED=1 $(GO) vet -tags mpi ./dist/ ./engine/ ./cmd/pagoda/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

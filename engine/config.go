@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"pagoda/bucket"
+	"pagoda/dist"
 	"pagoda/model"
 	"pagoda/sched"
 )
@@ -32,6 +33,20 @@ type Config struct {
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.
 	Bucketing bucket.Options
+	// TensorParallel, when set with Size() > 1, makes this engine rank 0
+	// of a tensor-parallel group: it loads rank 0's shard and broadcasts
+	// every step to the other ranks, which run Follow (see tp.go). nil: one
+	// process.
+	TensorParallel dist.Comm
+}
+
+// loadOptions are the model.LoadOptions of c.
+func (c Config) loadOptions() model.LoadOptions {
+	o := model.LoadOptions{Threads: c.Threads, FlashAttention: c.FlashAttention, NoRepack: c.NoRepack}
+	if c.TensorParallel != nil {
+		o.TensorParallel = c.TensorParallel
+	}
+	return o
 }
 
 // DefaultConfig returns the defaults of `pagoda serve`.

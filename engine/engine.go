@@ -10,6 +10,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type Engine struct {
 	blocks *kvcache.Manager
 	sched  *sched.Scheduler
 	runner *runner.Runner
+	wire   []byte // the step's wire form, broadcast to the other ranks
 
 	mu      sync.Mutex
 	inbox   []command
@@ -97,11 +99,25 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, f, err := model.Load(cfg.Model, model.LoadOptions{Threads: cfg.Threads, FlashAttention: cfg.FlashAttention, NoRepack: cfg.NoRepack})
+	e, err := load(cfg)
+	if err != nil {
+		if cfg.tpRanks() > 1 {
+			cfg.TensorParallel.Broadcast(nil) // best effort: the other ranks stop waiting for the cache layout
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+func load(cfg Config) (*Engine, error) {
+	m, f, err := model.Load(cfg.Model, cfg.loadOptions())
 	if err != nil {
 		return nil, err
 	}
 	e, err := newEngine(cfg, m, f)
+	if err == nil {
+		err = e.sendLayout(e.NumBlocks())
+	}
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -121,7 +137,9 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	if cfg.MaxModelLen > mc.ContextLen {
 		return nil, fmt.Errorf("--max-model-len %d exceeds the model's context length %d", cfg.MaxModelLen, mc.ContextLen)
 	}
-	numBlocks, numHost, err := cfg.cacheSizes(mc)
+	shard := mc
+	shard.KVHeads /= cfg.tpRanks() // each rank holds its KV heads' cache
+	numBlocks, numHost, err := cfg.cacheSizes(shard)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +189,9 @@ func (e *Engine) grammarVocab() *grammar.Vocab {
 // Warmup captures the runner's step plans (nothing with EnforceEager).
 // Call it before Start; progress, if set, is called after each run.
 func (e *Engine) Warmup(progress func(done, total int)) (runner.WarmupStats, error) {
+	if e.cfg.tpRanks() > 1 && e.runner.Buckets() != nil {
+		return runner.WarmupStats{}, errors.New("engine: warm-up (captured plans) is not implemented with tensor parallelism; run eager")
+	}
 	return e.runner.Warmup(progress)
 }
 
@@ -293,6 +314,9 @@ func (e *Engine) Step() error {
 	if err != nil {
 		return e.failAll(err)
 	}
+	if err := e.broadcastStep(&out.Step); err != nil {
+		return e.failAll(err)
+	}
 	res, err := e.runner.Execute(&out.Step)
 	if err != nil {
 		return e.failAll(err)
@@ -339,12 +363,21 @@ func (e *Engine) Start(ctx context.Context) {
 
 func (e *Engine) loop(ctx context.Context) {
 	defer close(e.stopped)
+	var keepalive <-chan time.Time // idle keepalives to the other tensor-parallel ranks
+	if e.cfg.tpRanks() > 1 {
+		t := time.NewTicker(tpKeepalive)
+		defer t.Stop()
+		keepalive = t.C
+	}
 	for {
 		e.drain()
 		if len(e.reqs) == 0 {
 			e.publishStats() // aborts while idle change the gauges too
 			select {
 			case <-e.wake:
+				continue
+			case <-keepalive:
+				e.pingRanks()
 				continue
 			case <-ctx.Done():
 				e.shutdown()
@@ -365,7 +398,8 @@ func (e *Engine) Close() error {
 	if e.started.Load() {
 		<-e.stopped
 	}
-	return e.model.Close()
+	err := e.stopRanks()
+	return errors.Join(err, e.model.Close())
 }
 
 // Generate runs prompts to completion with the same parameters, like vLLM's

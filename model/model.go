@@ -110,6 +110,21 @@ type LoadOptions struct {
 	// llama.cpp repacks are multiplied with its repacked arithmetic, as
 	// llama.cpp does on x86 machines with AVX2 (kernels.Repack).
 	NoRepack bool
+	// TensorParallel, when set with Size() > 1, loads rank Rank()'s shard
+	// of the model (Megatron's split; see the architecture's loader) and
+	// sums the partial activations over the ranks with AllReduce; every
+	// rank must run the same forward passes in the same order. nil runs
+	// the whole model in this process.
+	TensorParallel Reducer
+}
+
+// Reducer is what tensor parallelism needs from the communication layer
+// (dist.Comm implements it): this process's rank of Size, and an
+// all-reduce (sum, in place) of float32 activations.
+type Reducer interface {
+	Rank() int
+	Size() int
+	AllReduce(x []float32) error
 }
 
 // Reserver is implemented by models that can size their activation

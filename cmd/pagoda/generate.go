@@ -37,6 +37,7 @@ type generateFlags struct {
 	noRepack    bool
 	maxModelLen int
 	kvType      string
+	tpSize      int
 }
 
 // runGenerate implements `pagoda generate`: one prompt, text streamed to
@@ -59,6 +60,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&g.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
+	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,6 +69,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if g.tpSize < 1 {
+		return usageError{fmt.Errorf("--tensor-parallel-size must be ≥ 1, got %d", g.tpSize)}
 	}
 	return generate(g, stdout, stderr)
 }
@@ -84,6 +89,17 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
 	cfg.NoRepack = g.noRepack
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
+	comm, err := tensorParallel(g.tpSize)
+	if err != nil {
+		return err
+	}
+	if comm != nil {
+		defer comm.Close()
+		if comm.Rank() > 0 {
+			return follow(cfg, comm)
+		}
+		cfg.TensorParallel, cfg.EnforceEager = comm, true
+	}
 	e, err := engine.New(cfg)
 	if err != nil {
 		return err

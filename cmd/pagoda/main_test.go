@@ -82,6 +82,8 @@ func TestGenerateErrors(t *testing.T) {
 		{"unsupported arch", []string{"generate", "--model", writeGGUF(t, "gpt-neox", gguf.F32), "--prompt", "hi"}, 1, `unsupported architecture "gpt-neox"`},
 		{"unknown tensor type", []string{"generate", "--model", retypeTensor(t, writeGGUF(t, "llama", gguf.F32), 20), "--prompt", "hi"}, 1, "unknown tensor type"},
 		{"no prompt", []string{"generate"}, 2, "--prompt is required"},
+		{"tp without mpi", []string{"generate", "--model", testmodel.Stories(t), "--prompt", "hi", "--tensor-parallel-size", "2"}, 1, "needs the MPI build"},
+		{"tp 0", []string{"generate", "--prompt", "hi", "--tensor-parallel-size", "0"}, 2, "--tensor-parallel-size must be ≥ 1, got 0"},
 		{"bad flag", []string{"generate", "--temperature", "hot"}, 2, "invalid value"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 	} {

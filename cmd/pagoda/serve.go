@@ -111,6 +111,21 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if cfg.Model, err = resolveModel(cfg.Model, stderr); err != nil {
 		return err
 	}
+	comm, err := tensorParallel(f.vllm.tensorParallel)
+	if err != nil {
+		return err
+	}
+	if comm != nil {
+		defer comm.Close()
+		if comm.Rank() > 0 {
+			return follow(cfg, comm)
+		}
+		cfg.TensorParallel = comm
+		if !cfg.EnforceEager {
+			cfg.EnforceEager = true
+			f.notes = append(f.notes, "--tensor-parallel-size > 1 runs eager (captured plans are not implemented with tensor parallelism)")
+		}
+	}
 	return serve(f, cfg, opts, stderr)
 }
 
@@ -378,7 +393,12 @@ func isTerminal(w io.Writer) bool {
 func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 	cfg, mc := e.Config(), e.ModelConfig()
 	dev, host := e.NumBlocks()
-	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads, mc.HeadDim, cfg.KVCacheType)
+	ranks, tp := 1, ""
+	if cfg.TensorParallel != nil && cfg.TensorParallel.Size() > 1 {
+		ranks = cfg.TensorParallel.Size()
+		tp = fmt.Sprintf(" on each of %d tensor-parallel ranks", ranks)
+	}
+	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads/ranks, mc.HeadDim, cfg.KVCacheType)
 	names := opts.ServedModelNames
 	if len(names) == 0 {
 		names = []string{server.ModelName(cfg.Model)}
@@ -389,7 +409,7 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 	}
 	name := strings.Join(quoted, ", ")
 	return fmt.Sprintf("INFO pagoda %s serving %s (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
-		"(%.1f MiB %s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
+		"(%.1f MiB %s%s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
 		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
-		cfg.KVCacheType, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
+		cfg.KVCacheType, tp, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
 }

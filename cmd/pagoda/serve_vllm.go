@@ -31,7 +31,7 @@ type vllmServeFlags struct {
 func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.dtype, "dtype", "auto", "activation type: auto or float32 (= float); pagoda computes in float32")
 	fs.Var(&v.seed, "seed", "seed of the requests that bring none: each gets one derived from it and its arrival order (default: random)")
-	fs.IntVar(&v.tensorParallel, "tensor-parallel-size", 1, "tensor-parallel ranks (only 1 for now)")
+	fs.IntVar(&v.tensorParallel, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
 	v.maxLogprobs = sample.MaxLogprobs
 	fs.IntVar(&v.maxLogprobs, "max-logprobs", v.maxLogprobs, "most logprobs, top_logprobs or prompt_logprobs a request may ask (400 beyond)")
 	fs.StringVar(&v.generationConfig, "generation-config", genConfigAuto,
@@ -69,8 +69,6 @@ func (v *vllmServeFlags) apply(opts *server.Options) error {
 	switch {
 	case v.tensorParallel < 1:
 		return fmt.Errorf("--tensor-parallel-size must be ≥ 1, got %d", v.tensorParallel)
-	case v.tensorParallel > 1:
-		return fmt.Errorf("--tensor-parallel-size %d: tensor parallelism is not implemented yet; use 1", v.tensorParallel)
 	case v.maxLogprobs < 0 || v.maxLogprobs > sample.MaxLogprobs:
 		return fmt.Errorf("--max-logprobs must be in [0, %d], got %d", sample.MaxLogprobs, v.maxLogprobs)
 	}

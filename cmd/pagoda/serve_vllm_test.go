@@ -109,8 +109,8 @@ func TestServeVLLMFlags(t *testing.T) {
 		}},
 		{name: "bad cors list", args: []string{"--allowed-origins", `["a"`}, wantErr: "want a JSON list of strings"},
 		{name: "tp 1", args: []string{"--tensor-parallel-size", "1"}, check: func(result) bool { return true }},
-		{name: "tp 2", args: []string{"--tensor-parallel-size", "2"},
-			wantErr: "--tensor-parallel-size 2: tensor parallelism is not implemented yet; use 1"},
+		{name: "tp 2", args: []string{"--tensor-parallel-size", "2"}, check: func(r result) bool { return r.f.vllm.tensorParallel == 2 }},
+		{name: "tp 0", args: []string{"--tensor-parallel-size", "0"}, wantErr: "--tensor-parallel-size must be ≥ 1, got 0"},
 		{name: "max logprobs", args: []string{"--max-logprobs", "5"}, check: func(r result) bool { return *r.opts.MaxLogprobs == 5 }},
 		{name: "max logprobs 0", args: []string{"--max-logprobs", "0"}, check: func(r result) bool { return *r.opts.MaxLogprobs == 0 }},
 		{name: "max logprobs too many", args: []string{"--max-logprobs", "50"}, wantErr: "--max-logprobs must be in [0, 20], got 50"},
@@ -162,7 +162,7 @@ func TestServeFlagErrorsAreOneLine(t *testing.T) {
 		{"serve", "--dtype", "bfloat16"},
 		{"serve", "--no-such-flag"},
 		{"serve", "--port", "x"},
-		{"serve", "--tensor-parallel-size", "4"},
+		{"serve", "--tensor-parallel-size", "0"},
 	} {
 		code, stdout, stderr := runCLI(args...)
 		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "pagoda serve: ") {

@@ -28,6 +28,10 @@ import (
 // (TestSmolLM2). The Q/K/V and the gate/up matmuls, which share their
 // input, each run as one pool job (Pool.MatMulN): five pool jobs per layer,
 // whose results do not depend on how the work is grouped.
+//
+// With tensor parallelism (Options.TensorParallel) every rank must call
+// Forward with the same batch, in the same order: each layer all-reduces
+// twice. kv holds this rank's KV heads only; only rank 0 writes logits.
 func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -40,7 +44,7 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 	if err := m.checkBatch(b, kv, logits); err != nil {
 		return err
 	}
-	c, s := &m.cfg, &m.s
+	c, s := &m.lc, &m.s
 	n, rows := len(b.Tokens), len(b.LogitIndices)
 	s.size(*c, n, rows)
 	s.layerViews(kv)
@@ -63,10 +67,13 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 			x, att, nr = m.gatherLogitRows(b.LogitIndices), s.ga, rows
 		}
 		if nr > 0 {
-			m.residual(&m.layers[l], x, att, nr)
+			if err := m.residual(&m.layers[l], x, att, nr); err != nil {
+				s.attn = kernels.Attention{}
+				return err
+			}
 		}
 	}
-	if rows > 0 {
+	if rows > 0 && m.sh.logits() {
 		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
 		m.pool.MatMul(logits, m.output, s.gx, rows)
 	}
@@ -77,7 +84,7 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 // attention runs the attention half of a block up to the attention output
 // s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention.
 func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
-	c, s := &m.cfg, &m.s
+	c, s := &m.lc, &m.s
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
 	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
@@ -106,7 +113,7 @@ func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) 
 // gatherLogitRows copies the residual and attention rows listed in idx
 // into s.gx and s.ga and returns s.gx.
 func (m *Model) gatherLogitRows(idx []int32) []float32 {
-	c, s := &m.cfg, &m.s
+	c, s := &m.lc, &m.s
 	qd := c.Heads * c.HeadDim
 	for j, i := range idx {
 		copy(s.gx[j*c.Dim:(j+1)*c.Dim], s.x[int(i)*c.Dim:])
@@ -116,12 +123,17 @@ func (m *Model) gatherLogitRows(idx []int32) []float32 {
 }
 
 // residual finishes a block on nr rows: x += Wo·att, then
-// x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)).
-func (m *Model) residual(ly *layer, x, att []float32, nr int) {
-	c, s := &m.cfg, &m.s
+// x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)). With tensor parallelism
+// each product with Wo and Wdown is this rank's partial sum, completed by
+// an all-reduce before the add.
+func (m *Model) residual(ly *layer, x, att []float32, nr int) error {
+	c, s := &m.lc, &m.s
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
 	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	if err := m.sh.reduce(xb); err != nil {
+		return err
+	}
 	kernels.Add(x[:d], xb)
 	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
 	gate, up := s.gate[:h], s.up[:h]
@@ -130,5 +142,9 @@ func (m *Model) residual(ly *layer, x, att []float32, nr int) {
 	m.pool.MatMulN(s.mm[:2], xb, nr)
 	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
 	m.pool.MatMul(xb, ly.down, gate, nr)
+	if err := m.sh.reduce(xb); err != nil {
+		return err
+	}
 	kernels.Add(x[:d], xb)
+	return nil
 }

@@ -16,7 +16,7 @@ import (
 func init() {
 	for arch := range archs {
 		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
-			opt := Options{Threads: o.Threads, NoRepack: o.NoRepack}
+			opt := Options{Threads: o.Threads, NoRepack: o.NoRepack, TensorParallel: o.TensorParallel}
 			if o.FlashAttention {
 				opt.Attention = kernels.AttnFlash
 			}
@@ -38,6 +38,9 @@ type Options struct {
 	// NoRepack keeps Q4_0 matrices in llama.cpp's plain arithmetic
 	// instead of its repacked one (see packWeights).
 	NoRepack bool
+	// TensorParallel loads one rank's shard (see shard); nil or one rank
+	// is the whole model.
+	TensorParallel model.Reducer
 }
 
 // layer holds one transformer block's weights. Matrices are slices of the
@@ -58,7 +61,9 @@ type layer struct {
 // Model is a loaded Llama-family model. Forward calls are serialised; the
 // model owns a kernels.Pool and scratch buffers reused across calls.
 type Model struct {
-	cfg     model.Config
+	cfg     model.Config // the whole model's shape
+	lc      model.Config // this rank's shape (cfg with one rank)
+	sh      shard
 	opt     Options
 	f       *gguf.File
 	embd    kernels.Weight // (VocabSize, Dim) token embeddings
@@ -80,7 +85,13 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, f: f, opt: opt}
+	m := &Model{cfg: cfg, lc: cfg, f: f, opt: opt}
+	if tp := opt.TensorParallel; tp != nil && tp.Size() > 1 {
+		if m.lc, err = localConfig(cfg, tp.Size()); err != nil {
+			return nil, err
+		}
+		m.sh = shard{tp: tp, rank: tp.Rank(), size: tp.Size()}
+	}
 	t := &tensors{f: f, cfg: cfg}
 	m.embd = t.matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
 	m.outNorm = t.vector("output_norm.weight", cfg.Dim)
@@ -98,6 +109,11 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 	}
 	if t.err != nil {
 		return nil, t.err
+	}
+	if m.sh.tp != nil {
+		if err := m.split(m.sh.rank, m.sh.size); err != nil {
+			return nil, err
+		}
 	}
 	m.packWeights(!opt.NoRepack, untied)
 	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
@@ -216,12 +232,13 @@ func (t *tensors) optVector(name string, n int) []float32 {
 // Config returns the model's shape.
 func (m *Model) Config() model.Config { return m.cfg }
 
-// NewKVCache allocates a paged cache shaped for this model.
+// NewKVCache allocates a paged cache shaped for this model; with tensor
+// parallelism, for this rank's KV heads only (KVHeads/N).
 func (m *Model) NewKVCache(numBlocks, blockSize int, dtype model.KVType) (*model.KVCache, error) {
 	if dtype != model.KVF32 && dtype != model.KVF16 && dtype != model.KVBF16 {
 		return nil, fmt.Errorf("llama: unknown KV cache type %v", dtype)
 	}
-	return model.NewKVCache(m.cfg.Layers, numBlocks, blockSize, m.cfg.KVHeads, m.cfg.HeadDim, dtype)
+	return model.NewKVCache(m.lc.Layers, numBlocks, blockSize, m.lc.KVHeads, m.lc.HeadDim, dtype)
 }
 
 // Close stops the worker pool and closes the GGUF file.

@@ -16,7 +16,7 @@ func badBatch(format string, args ...any) error {
 
 // checkCache verifies that kv was shaped for this model.
 func (m *Model) checkCache(kv *model.KVCache) error {
-	c := m.cfg
+	c := m.lc
 	if kv == nil {
 		return badBatch("nil KV cache")
 	}

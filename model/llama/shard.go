@@ -1,0 +1,112 @@
+package llama
+
+import (
+	"fmt"
+
+	"pagoda/kernels"
+	"pagoda/model"
+)
+
+// shard is this process's part of a tensor-parallel model (Megatron's
+// split, rank r of n): attention by heads, the feed-forward by hidden
+// units. wq/wk/wv and gate/up are column-parallel (rank r keeps its rows
+// of the output: its heads' queries, keys and values, its hidden units);
+// wo and down are row-parallel (rank r keeps its input columns) and their
+// partial outputs are summed over the ranks (Reducer.AllReduce) before the
+// residual add, so every rank holds the whole residual stream. Norms,
+// embeddings and the output projection are replicated; only rank 0
+// computes the logits (the whole lm_head: the simplest correct choice).
+// With one rank (tp nil) the model is the unsplit one, bit for bit.
+type shard struct {
+	tp   model.Reducer // nil: one rank
+	rank int
+	size int
+}
+
+// reduce sums x over the ranks (nothing with one rank).
+func (sh *shard) reduce(x []float32) error {
+	if sh.tp == nil {
+		return nil
+	}
+	if err := sh.tp.AllReduce(x); err != nil {
+		return fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
+	}
+	return nil
+}
+
+// logits reports whether this rank computes the logits.
+func (sh *shard) logits() bool { return sh.rank == 0 }
+
+// localConfig checks that c divides over n ranks and returns one rank's
+// shape: Heads, KVHeads and HiddenDim divided by n, the rest unchanged.
+func localConfig(c model.Config, n int) (model.Config, error) {
+	if c.Heads%n != 0 || c.KVHeads%n != 0 {
+		return c, fmt.Errorf("llama: tensor parallelism over %d ranks needs the query heads (%d) and the KV heads (%d) to be divisible by %d",
+			n, c.Heads, c.KVHeads, n)
+	}
+	if c.HiddenDim%n != 0 {
+		return c, fmt.Errorf("llama: tensor parallelism over %d ranks needs the feed-forward length (%d) to be divisible by %d", n, c.HiddenDim, n)
+	}
+	c.Heads, c.KVHeads, c.HiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n
+	return c, nil
+}
+
+// split replaces every layer's matrices (and biases) by rank r's shard of
+// them. Column-parallel shards are views of the file mapping (rows are
+// contiguous); row-parallel shards are heap copies of the rank's columns,
+// which must start and end on quantization block boundaries.
+func (m *Model) split(r, n int) error {
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, w := range []*kernels.Weight{&l.wq, &l.wk, &l.wv, &l.gate, &l.up} {
+			*w = rowsOf(*w, r, n)
+		}
+		for _, b := range []*[]float32{&l.bq, &l.bk, &l.bv} {
+			if *b != nil {
+				k := len(*b) / n
+				*b = (*b)[r*k : (r+1)*k]
+			}
+		}
+		for _, p := range []struct {
+			w    *kernels.Weight
+			name string
+		}{{&l.wo, "attn_output"}, {&l.down, "ffn_down"}} {
+			w, err := colsOf(*p.w, r, n)
+			if err != nil {
+				return fmt.Errorf("llama: tensor blk.%d.%s.weight: %w", i, p.name, err)
+			}
+			*p.w = w
+		}
+	}
+	return nil
+}
+
+// rowsOf returns rows [r·R/n, (r+1)·R/n) of w (R divisible by n), a view.
+func rowsOf(w kernels.Weight, r, n int) kernels.Weight {
+	rb := len(w.Data) / w.Rows
+	k := w.Rows / n
+	return kernels.Weight{Type: w.Type, Data: w.Data[r*k*rb : (r+1)*k*rb], Rows: k, Cols: w.Cols}
+}
+
+// colsOf returns columns [r·C/n, (r+1)·C/n) of w as a new matrix. The
+// split must fall on w's quantization blocks: C/n a multiple of the
+// type's block size.
+func colsOf(w kernels.Weight, r, n int) (kernels.Weight, error) {
+	k := w.Cols / n
+	if w.Cols%n != 0 || k%w.Type.BlockSize() != 0 {
+		return w, fmt.Errorf("%s row-parallel split of %d columns over %d ranks gives %d columns, not a multiple of the %d-element quantization block",
+			w.Type, w.Cols, n, k, w.Type.BlockSize())
+	}
+	rb := len(w.Data) / w.Rows
+	kb, err := w.Type.RowSize(k)
+	if err != nil {
+		return w, err
+	}
+	data := make([]byte, 0, w.Rows*kb)
+	for row := range w.Rows {
+		src := w.Data[row*rb:]
+		data = append(data, src[r*kb:(r+1)*kb]...)
+	}
+	out := kernels.Weight{Type: w.Type, Data: data, Rows: w.Rows, Cols: k}
+	return out, out.Validate()
+}
