@@ -60,35 +60,6 @@ type Engine struct {
 	onStep  func(StepInfo)
 }
 
-// StepInfo describes one executed step.
-type StepInfo struct {
-	Seqs     int           // sequences scheduled
-	Tokens   int           // tokens computed (prompt chunks and decode tokens)
-	Duration time.Duration // schedule + execute + process
-	// Forward is the part of Duration spent in the model's forward pass;
-	// Duration − Forward is the engine's and runner's own per-step work
-	// (scheduling, batch building, plan lookup, sampling, bookkeeping).
-	Forward time.Duration
-	// PlanTokens are the query tokens of the bucket whose plan ran the step
-	// (0: eager, or no bucket fit); PlanTokens − Tokens is its padding,
-	// which is never computed.
-	PlanTokens int
-	// Tiles are the step's real attention query tiles and PlanTiles those
-	// the attention was laid out for (the plan's worst case; Tiles when
-	// eager): PlanTiles − Tiles tasks per head and layer returned at once.
-	Tiles, PlanTiles int
-	// Masks is the number of grammar token masks computed for the step's
-	// constrained draws (structured outputs), MaskTime their total time and
-	// MaskMax the slowest one.
-	Masks             int
-	MaskTime, MaskMax time.Duration
-}
-
-// OnStep sets a function the engine calls after every step, from the
-// goroutine that runs the step. It must be fast and must not call back into
-// the engine. Set it before Start.
-func (e *Engine) OnStep(f func(StepInfo)) { e.onStep = f }
-
 type command struct {
 	add   *request
 	abort string
@@ -340,18 +311,6 @@ func (e *Engine) schedule() (*sched.Output, error) {
 	return out, nil
 }
 
-// publish makes the step's statistics visible: the stats snapshot, then
-// the OnStep hook.
-func (e *Engine) publish(out *sched.Output, st runner.Stats, start time.Time) {
-	e.publishStats()
-	if e.onStep == nil || len(out.Seqs) == 0 {
-		return
-	}
-	e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
-		Forward: st.Forward, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles,
-		Masks: e.masks.n, MaskTime: e.masks.total, MaskMax: e.masks.max})
-}
-
 // Start runs the engine loop in a goroutine until ctx ends; then it aborts
 // what is left. After Start, only the loop calls Step.
 func (e *Engine) Start(ctx context.Context) {
@@ -429,43 +388,4 @@ func (e *Engine) Generate(ctx context.Context, prompts [][]int32, p SamplingPara
 		outs[i] = o
 	}
 	return outs, nil
-}
-
-// Stats are the engine's gauges and counters, published after every step.
-type Stats struct {
-	Running, Waiting, Swapped int
-	KVUsage                   float64 // fraction of device blocks in use
-	NumBlocks, NumHostBlocks  int
-	Prefix                    kvcache.Stats
-	Preemptions, SwapOuts     int64
-	PromptTokens              int64 // prompt tokens of the requests that produced a first token (cached ones included)
-	GenerationTokens          int64
-	Steps                     int64
-	LastStep                  time.Time
-}
-
-// Stats returns the latest published statistics (safe from any goroutine).
-func (e *Engine) Stats() Stats { return *e.snap.Load() }
-
-func (e *Engine) publishStats() {
-	s := e.stats
-	s.Running, s.Waiting, s.Swapped = e.sched.NumRunning(), e.sched.NumWaiting(), e.sched.NumSwapped()
-	s.KVUsage = e.blocks.Usage()
-	s.NumBlocks, s.NumHostBlocks = e.NumBlocks()
-	s.Prefix = e.blocks.Stats()
-	s.Preemptions, s.SwapOuts = e.sched.NumPreemptions, e.sched.NumSwapOuts
-	s.LastStep = time.Now()
-	e.snap.Store(&s)
-}
-
-// maskTimes accumulates the time spent computing grammar masks in a step.
-type maskTimes struct {
-	n          int
-	total, max time.Duration
-}
-
-func (m *maskTimes) add(d time.Duration) {
-	m.n++
-	m.total += d
-	m.max = max(m.max, d)
 }

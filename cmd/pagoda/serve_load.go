@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"pagoda/engine"
+	"pagoda/model"
+	"pagoda/server"
+)
+
+// warmup captures the step plans, logging the bucket warnings, progress
+// and what it cost.
+func warmup(e *engine.Engine, logger *log.Logger) error {
+	if t := e.Runner().Buckets(); t != nil {
+		for _, w := range t.Warnings {
+			logger.Printf("WARNING %s", w)
+		}
+	}
+	last := time.Now()
+	st, err := e.Warmup(func(done, total int) {
+		if now := time.Now(); now.Sub(last) >= 2*time.Second || done == total {
+			logger.Printf("INFO warm-up: %d/%d shapes", done, total)
+			last = now
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if st.Plans > 0 {
+		logger.Printf("INFO warm-up: %d plans captured (%d runs) in %v; %.1f MiB of activations for up to %d tokens",
+			st.Plans, st.Runs, st.Duration.Round(time.Millisecond), float64(st.Bytes)/(1<<20), st.MaxTokens)
+	}
+	return nil
+}
+
+// loadEngine builds the engine while reporting progress on stderr: a
+// spinner line on a terminal, else a line every 5 s. It returns
+// context.Canceled when ctx ends first (the load goes on in the background
+// until the process exits).
+func loadEngine(ctx context.Context, cfg engine.Config, stderr io.Writer) (*engine.Engine, error) {
+	type result struct {
+		e   *engine.Engine
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		e, err := engine.New(cfg)
+		done <- result{e, err}
+	}()
+	tty := isTerminal(stderr)
+	period := 5 * time.Second
+	if tty {
+		period = 100 * time.Millisecond
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	spin := `|/-\`
+	fmt.Fprintf(stderr, "loading %s (mapping weights, sizing the KV cache)\n", cfg.Model)
+	for i := 0; ; i++ {
+		select {
+		case r := <-done:
+			if tty {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if r.err == nil {
+				fmt.Fprintf(stderr, "loaded in %.1fs\n", time.Since(start).Seconds())
+			}
+			return r.e, r.err
+		case <-ctx.Done():
+			return nil, context.Canceled
+		case <-tick.C:
+			if tty {
+				fmt.Fprintf(stderr, "\r%c loading model… %.1fs", spin[i%len(spin)], time.Since(start).Seconds())
+			} else {
+				fmt.Fprintf(stderr, "still loading model: %.0fs elapsed\n", time.Since(start).Seconds())
+			}
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// startupLine says where the server listens, what it serves, and how big
+// the KV cache is.
+func startupLine(e *engine.Engine, addr string, opts server.Options) string {
+	cfg, mc := e.Config(), e.ModelConfig()
+	dev, host := e.NumBlocks()
+	ranks, tp := 1, ""
+	if cfg.TensorParallel != nil && cfg.TensorParallel.Size() > 1 {
+		ranks = cfg.TensorParallel.Size()
+		tp = fmt.Sprintf(" on each of %d tensor-parallel ranks", ranks)
+	}
+	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads/ranks, mc.HeadDim, cfg.KVCacheType)
+	names := opts.ServedModelNames
+	if len(names) == 0 {
+		names = []string{server.ModelName(cfg.Model)}
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	name := strings.Join(quoted, ", ")
+	return fmt.Sprintf("INFO pagoda %s serving %s (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
+		"(%.1f MiB %s%s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
+		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
+		cfg.KVCacheType, tp, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
+}
