@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,4 +120,16 @@ func readVocabVectors(t testing.TB, name string) []vocabVector {
 		}
 	}
 	return vs
+}
+
+// wantRoundTrip checks that ids is want and that decoding it gives text
+// back: the check of every tokenizer vector file.
+func wantRoundTrip(t *testing.T, tk *Tokenizer, text string, ids, want []int32) {
+	t.Helper()
+	if !slices.Equal(ids, want) {
+		t.Fatalf("Encode(%q)\n got %v\nwant %v", text, ids, want)
+	}
+	if back := tk.Decode(ids); back != text {
+		t.Errorf("Decode(Encode(%q)) = %q", text, back)
+	}
 }
