@@ -34,7 +34,7 @@ func BenchmarkGEMM(b *testing.B) {
 
 func benchGEMM(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 	r := newRand(30)
-	benchMatMul(b, k, rawBlocks32(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
+	benchMatMul(b, k, rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
 }
 
 // benchMatMul times MatMul of weight one with the n rows of x on k,
@@ -74,7 +74,7 @@ func BenchmarkGEMMK(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/%v/2048x2048/n=%d", k.name, typ, n), func(b *testing.B) {
 					r := newRand(31)
-					w := rawBlocksK(r, typ, 2048, 2048, 0, scaleDists["normal"](r))
+					w := rawBlocks(r, typ, 2048, 2048, 0, scaleDists["normal"](r))
 					x := randVec(r, n*2048, 1)
 					dst := make([]float32, n*2048)
 					p := newPool(0, k)

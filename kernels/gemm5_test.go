@@ -1,10 +1,8 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"pagoda/gguf"
@@ -16,39 +14,6 @@ import (
 // gemm5KQ23Types are the weight types of the gemm5 and kq23 kernel families
 // (tiled matmuls the avx512 implementation has; see doc.go).
 var gemm5KQ23Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
-
-// scaleOffsets returns the byte offsets of a block's f16 scales.
-func scaleOffsets(typ gguf.Type) []int {
-	switch typ {
-	case gguf.Q5_0:
-		return []int{0}
-	case gguf.Q5_1:
-		return []int{0, 2}
-	case gguf.Q2_K:
-		return []int{80, 82}
-	case gguf.Q3_K:
-		return []int{108}
-	}
-	panic(typ)
-}
-
-// rawBlocks returns rows×cols of typ with random bytes and f16 scales
-// drawn by scale, starting off bytes into a larger buffer.
-func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
-	bs, bl := typ.TypeSize(), typ.BlockSize()
-	n := rows * cols / bl
-	buf := make([]byte, off+n*bs+7)
-	for i := range buf {
-		buf[i] = byte(r.Uint32())
-	}
-	data := buf[off : off+n*bs]
-	for b := range n {
-		for _, o := range scaleOffsets(typ) {
-			binary.LittleEndian.PutUint16(data[b*bs+o:], F32ToF16(scale()))
-		}
-	}
-	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
-}
 
 // TestGEMM5KQ23SameAsGeneric sweeps rows (tails of the 4-row groups),
 // blocks per row, activation rows (tiles and their tails), misaligned

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -92,4 +93,41 @@ var allWeightTypes = []struct {
 	{gguf.Q4_K, []int{256, 512, 768}},
 	{gguf.Q5_K, []int{256, 512, 768}},
 	{gguf.Q6_K, []int{256, 512, 768}},
+}
+
+// scaleOffsets returns the byte offsets of a block's f16 scales.
+func scaleOffsets(typ gguf.Type) []int {
+	switch typ {
+	case gguf.Q4_0, gguf.Q5_0, gguf.Q8_0:
+		return []int{0}
+	case gguf.Q4_1, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K:
+		return []int{0, 2}
+	case gguf.Q2_K:
+		return []int{80, 82}
+	case gguf.Q3_K:
+		return []int{108}
+	case gguf.Q6_K:
+		return []int{208}
+	}
+	panic(typ)
+}
+
+// rawBlocks returns rows×cols of typ with random bytes (raw, not a
+// quantizer's output, so that every bit pattern of the quants occurs) and
+// f16 scales drawn by scale, starting off bytes into a larger buffer so
+// that rows are misaligned.
+func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
+	bs, bl := typ.TypeSize(), typ.BlockSize()
+	n := rows * cols / bl
+	buf := make([]byte, off+n*bs+7)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	data := buf[off : off+n*bs]
+	for b := range n {
+		for _, o := range scaleOffsets(typ) {
+			binary.LittleEndian.PutUint16(data[b*bs+o:], F32ToF16(scale()))
+		}
+	}
+	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
 }
