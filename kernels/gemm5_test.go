@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"pagoda/gguf"
@@ -62,26 +63,11 @@ func TestGEMM5KQ23Large(t *testing.T) {
 // TestGEMM5KQ23ExtremeActivations: zero rows, spikes and huge values.
 func TestGEMM5KQ23ExtremeActivations(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
-		p := newPool(2, k)
-		defer p.Close()
-		r := newRand(22)
-		const cols = 512
-		x := make([]float32, 6*cols)
-		x[cols+5] = 3e4
-		for i := range cols {
-			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
-		}
-		copy(x[3*cols:], randVec(r, cols, 1e-6))
-		copy(x[4*cols:], randVec(r, cols, 6e4))
-		for i := range cols {
-			x[5*cols+i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
-		}
-		for _, typ := range gemm5KQ23Types {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
-				checkSameMatMul(t, k, p, w, x, 6)
-			})
-		}
+		checkExtremeActivations(t, k, 22, 512, gemm5KQ23Types, func(_ *rand.Rand, row []float32) {
+			for i := range row {
+				row[i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
+			}
+		})
 	})
 }
 
@@ -98,13 +84,7 @@ func FuzzGEMM5KQ23(f *testing.F) {
 		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
 		copy(w.Data, raw)
 		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		for _, k := range implementations() {
-			if k != generic && k.gemm[typ] != nil {
-				p := newPool(2, k)
-				checkSameMatMul(t, k, p, w, x, n)
-				p.Close()
-			}
-		}
+		fuzzSameMatMul(t, w, x, n, true)
 	})
 }
 

@@ -160,24 +160,9 @@ func TestGEMM32Large(t *testing.T) {
 // make blocks with d = 0, saturated quants and wide scale ratios.
 func TestGEMM32ExtremeActivations(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
-		p := newPool(2, k)
-		defer p.Close()
-		r := newRand(12)
-		const cols = 128
-		x := make([]float32, 6*cols)
-		x[cols+5] = 3e4       // row 1: one spike
-		for i := range cols { // row 2: alternating extremes
-			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
-		}
-		copy(x[3*cols:], randVec(r, cols, 1e-6))
-		copy(x[4*cols:], randVec(r, cols, 6e4))
-		copy(x[5*cols:], randVec(r, cols, 1))
-		for _, typ := range blockTypes32 {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
-				checkSameMatMul(t, k, p, w, x, 6)
-			})
-		}
+		checkExtremeActivations(t, k, 12, 128, blockTypes32, func(r *rand.Rand, row []float32) {
+			copy(row, randVec(r, len(row), 1))
+		})
 	})
 }
 
@@ -194,14 +179,7 @@ func FuzzGEMM32(f *testing.F) {
 		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
 		copy(w.Data, raw) // fuzzer-chosen scales and quants
 		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		for _, k := range implementations() {
-			if k == generic {
-				continue
-			}
-			p := newPool(2, k)
-			checkSameMatMul(t, k, p, w, x, n)
-			p.Close()
-		}
+		fuzzSameMatMul(t, w, x, n, false)
 	})
 }
 

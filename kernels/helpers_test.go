@@ -131,3 +131,43 @@ func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() fl
 	}
 	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
 }
+
+// fuzzSameMatMul runs checkSameMatMul for w and x on every accelerated
+// implementation, each on its own 2-thread pool; with needGEMM only on
+// those with a tiled kernel for w.Type. It is the body of the GEMM fuzzers.
+func fuzzSameMatMul(t *testing.T, w Weight, x []float32, n int, needGEMM bool) {
+	t.Helper()
+	for _, k := range implementations() {
+		if k == generic || needGEMM && k.gemm[w.Type] == nil {
+			continue
+		}
+		p := newPool(2, k)
+		checkSameMatMul(t, k, p, w, x, n)
+		p.Close()
+	}
+}
+
+// checkExtremeActivations compares k's matmul of types with the generic
+// one on six activation rows of cols values that make blocks with d = 0,
+// saturated quants and wide scale ratios: zero, one spike, alternating
+// extremes, tiny, huge, and a last row that fill writes.
+func checkExtremeActivations(t *testing.T, k *impl, seed uint64, cols int, types []gguf.Type, fill func(r *rand.Rand, row []float32)) {
+	t.Helper()
+	p := newPool(2, k)
+	defer p.Close()
+	r := newRand(seed)
+	x := make([]float32, 6*cols)
+	x[cols+5] = 3e4       // row 1: one spike
+	for i := range cols { // row 2: alternating extremes
+		x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
+	}
+	copy(x[3*cols:], randVec(r, cols, 1e-6))
+	copy(x[4*cols:], randVec(r, cols, 6e4))
+	fill(r, x[5*cols:])
+	for _, typ := range types {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
+			checkSameMatMul(t, k, p, w, x, 6)
+		})
+	}
+}
