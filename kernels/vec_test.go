@@ -110,38 +110,39 @@ type vecCase struct {
 	run  func(t *testing.T, k *impl, r *rand.Rand, n, off int, special bool)
 }
 
-// sameOutF32 runs op on a copy of dst with the generic table and on a guarded
-// copy at offset off with k, then checks k wrote only its output and
+// sameOut runs op on a copy of dst with the generic table, then on a
+// guarded copy at offset off with k, checks k wrote only its output and
 // matched the generic result bit for bit.
-func sameOutF32(t *testing.T, k *impl, what string, dst []float32, off int, op func(k *impl, d []float32)) {
+func sameOut[T float32 | uint16](t *testing.T, k *impl, what string, dst []T, off int, op func(k *impl, d []T)) {
 	t.Helper()
-	want := append([]float32(nil), dst...)
+	want := append([]T(nil), dst...)
 	op(generic, want)
-	got, ok := guarded(dst, off, nanF32)
+	var nan T
+	switch p := any(&nan).(type) {
+	case *float32:
+		*p = nanF32
+	case *uint16:
+		*p = nanF16
+	}
+	got, ok := guarded(dst, off, nan)
 	op(k, got)
 	ok(t)
-	checkSameF32(t, what, got, want)
-}
-
-// sameOutF16 is sameOutF32 for half-precision outputs.
-func sameOutF16(t *testing.T, k *impl, what string, dst []uint16, off int, op func(k *impl, d []uint16)) {
-	t.Helper()
-	want := append([]uint16(nil), dst...)
-	op(generic, want)
-	got, ok := guarded(dst, off, nanF16)
-	op(k, got)
-	ok(t)
-	checkSameF16(t, what, got, want)
+	switch g := any(got).(type) {
+	case []float32:
+		checkSameF32(t, what, g, any(want).([]float32))
+	case []uint16:
+		checkSameF16(t, what, g, any(want).([]uint16))
+	}
 }
 
 var vecCases = []vecCase{
 	{"axpyF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x, a := specialVec(r, n, 1, sp), specialVec(r, n, 1, sp), float32(r.NormFloat64())
-		sameOutF32(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF32(d, a, x) })
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF32(d, a, x) })
 	}},
 	{"axpyF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x, a := specialVec(r, n, 1, sp), halves(r, n, 1, sp), float32(r.NormFloat64())
-		sameOutF32(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF16(d, a, x) })
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF16(d, a, x) })
 	}},
 	{"axpyBF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
@@ -149,55 +150,55 @@ var vecCases = []vecCase{
 		for i, v := range specialVec(r, n, 1, sp) {
 			x[i] = F32ToBF16(v)
 		}
-		sameOutF32(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyB16(d, a, x) })
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyB16(d, a, x) })
 	}},
 	{"madF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		acc, x, a := halves(r, n, 4, sp), halves(r, n, 1, sp), float32(r.NormFloat64())
-		sameOutF16(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.madF16(d, a, x) })
+		sameOut(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.madF16(d, a, x) })
 	}},
 	{"scaleF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		acc, a := halves(r, n, 4, sp), float32(r.ExpFloat64())
-		sameOutF16(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.scaleF16(d, a) })
+		sameOut(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.scaleF16(d, a) })
 	}},
 	{"toF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 1e4, sp) // past the half range too
-		sameOutF16(t, k, "dst", make([]uint16, n), off, func(k *impl, d []uint16) { k.toF16(d, x) })
+		sameOut(t, k, "dst", make([]uint16, n), off, func(k *impl, d []uint16) { k.toF16(d, x) })
 	}},
 	{"rope", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		half := n / 2
 		cos, sin := specialVec(r, half, 1, sp), specialVec(r, half, 1, sp)
 		for _, neox := range []bool{false, true} {
 			v := specialVec(r, 2*half, 3, sp)
-			sameOutF32(t, k, fmt.Sprintf("neox=%v v", neox), v, off, func(k *impl, d []float32) { k.rope(d, neox, cos, sin) })
+			sameOut(t, k, fmt.Sprintf("neox=%v v", neox), v, off, func(k *impl, d []float32) { k.rope(d, neox, cos, sin) })
 		}
 	}},
 	{"scaleF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
-		sameOutF32(t, k, "x", x, off, func(k *impl, d []float32) { k.scaleF32(d, a) })
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { k.scaleF32(d, a) })
 	}},
 	{"add", binaryCase(func(k *impl) func(d, x []float32) { return k.add })},
 	{"mul", binaryCase(func(k *impl) func(d, x []float32) { return k.mul })},
 	{"rmsNorm", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, w := specialVec(r, n, 3, sp), specialVec(r, n, 1, false)
-		sameOutF32(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.rmsNorm(d, x, w, 1e-5) })
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.rmsNorm(d, x, w, 1e-5) })
 	}},
 	{"silu", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 4, sp)
-		sameOutF32(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.silu(d, x) })
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.silu(d, x) })
 	}},
 	{"swiGLU", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		g, u := specialVec(r, n, 4, sp), specialVec(r, n, 2, sp)
-		sameOutF32(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.swiGLU(d, g, u) })
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.swiGLU(d, g, u) })
 	}},
 	{"softmax", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 8, sp && r.IntN(2) == 0)
-		sameOutF32(t, k, "x", x, off, func(k *impl, d []float32) { k.softmax(d) })
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { k.softmax(d) })
 	}},
 	{"softmaxExp", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 30, sp)
 		mx := float32(r.NormFloat64() * 10)
 		var sums []float64 // generic's, then k's
-		sameOutF32(t, k, "x", x, off, func(k *impl, d []float32) { sums = append(sums, k.softmaxExp(d, mx)) })
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { sums = append(sums, k.softmaxExp(d, mx)) })
 		if ws, gs := sums[0], sums[1]; math.Float64bits(ws) != math.Float64bits(gs) && !(math.IsNaN(ws) && math.IsNaN(gs)) {
 			t.Fatalf("sum %v, generic %v", gs, ws)
 		}
@@ -220,14 +221,14 @@ var vecCases = []vecCase{
 	}},
 	{"reduceLanes", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		lanes := specialVec(r, 64*n+off, 1, sp)[off:]
-		sameOutF32(t, k, "out", make([]float32, n), off, func(k *impl, d []float32) { k.reduceLanes(d, lanes) })
+		sameOut(t, k, "out", make([]float32, n), off, func(k *impl, d []float32) { k.reduceLanes(d, lanes) })
 	}},
 }
 
 func binaryCase(op func(k *impl) func(d, x []float32)) func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 	return func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x := specialVec(r, n, 1, sp), specialVec(r, n, 1, sp)
-		sameOutF32(t, k, "dst", dst, off, func(k *impl, d []float32) { op(k)(d, x) })
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { op(k)(d, x) })
 	}
 }
 
