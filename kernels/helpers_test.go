@@ -171,3 +171,26 @@ func checkExtremeActivations(t *testing.T, k *impl, seed uint64, cols int, types
 		})
 	}
 }
+
+// benchCase is one kernel call of a benchmark table; bytes is what it
+// reads and writes (b.SetBytes).
+type benchCase struct {
+	name  string
+	bytes int
+	run   func(k *impl)
+}
+
+// benchEachImpl runs every case on every implementation, as
+// sub-benchmarks named implementation/case.
+func benchEachImpl(b *testing.B, cases []benchCase) {
+	for _, k := range implementations() {
+		for _, c := range cases {
+			b.Run(k.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(int64(c.bytes))
+				for b.Loop() {
+					c.run(k)
+				}
+			})
+		}
+	}
+}
