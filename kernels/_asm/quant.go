@@ -147,10 +147,18 @@ func genRecords32() {
 	vpdpbusd(q, ones, c) // Σ of each 4 quants
 	VPMULLD(nbias.AsY(), c, c)
 	VMOVDQU(c, Mem{Base: rec, Disp: recCorr})
+	recordScales(name, zero, qs, d, s, rec, n)
+}
+
+// recordScales ends a records loop (gemm32 records): it stores the
+// block's d and s (0 when s is nil) in the record at rec, advances qs, d,
+// s and rec by one block and loops to name_block until n reaches 0. clear
+// zeroes an XMM register in the caller's instruction set.
+func recordScales(name string, clear func(reg.Register), qs, d, s, rec, n reg.GPVirtual) {
 	x := XMM()
 	VMOVSS(Mem{Base: d}, x)
 	VMOVSS(x, Mem{Base: rec, Disp: recD})
-	zero(x)
+	clear(x)
 	TESTQ(s, s)
 	JZ(LabelRef(name + "_nos"))
 	VMOVSS(Mem{Base: s}, x)
