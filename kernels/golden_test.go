@@ -266,14 +266,17 @@ func TestGoldenLibm(t *testing.T) {
 	})
 }
 
+// goldenQuantTypes are the quantized weight types with ggml golden files.
+var goldenQuantTypes = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
+	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
+
 // TestGoldenQuantDot checks the quantized dot products: ggml quantizes a
 // weight row and an activation row and computes its vec_dot; our
 // quantizer converts the same activations (TestGoldenQuantize shows it
 // agrees) and our dot must give the same float32.
 func TestGoldenQuantDot(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
-		for _, typ := range []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-			gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		for _, typ := range goldenQuantTypes {
 			t.Run(typ.String(), func(t *testing.T) {
 				g := openGolden(t, "vec_dot_"+goldenTypeName(typ)+".bin")
 				for rec := 0; g.more(); rec++ {
@@ -306,8 +309,7 @@ func goldenTypeName(t gguf.Type) string {
 // TestGoldenDequantize checks DequantizeRow (embedding lookups: ggml's
 // get_rows) against ggml's dequantize_row_* on the same rows.
 func TestGoldenDequantize(t *testing.T) {
-	for _, typ := range []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-		gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+	for _, typ := range goldenQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			g := openGolden(t, "dequant_"+goldenTypeName(typ)+".bin")
 			for rec := 0; g.more(); rec++ {
