@@ -20,26 +20,8 @@ var gemm5KQ23Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
 // blocks per row, activation rows (tiles and their tails), misaligned
 // weights, scale distributions and thread counts.
 func TestGEMM5KQ23SameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range gemm5KQ23Types {
-				if k.gemm[typ] == nil {
-					continue
-				}
-				bl := typ.BlockSize()
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*17 + uint64(threads))
-						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
-							return rawBlocks(r, typ, rows, cols, rows%4, mk(r))
-						}, []int{1, 2, 3, 4, 5, 7, 9, 17}, []int{bl, 2 * bl, 3 * bl, 6 * bl}, []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13})
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, gemm5KQ23Types, 17, 4, []int{1, 2, 3, 4, 5, 7, 9, 17},
+		func(bl int) []int { return []int{bl, 2 * bl, 3 * bl, 6 * bl} }, []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13})
 }
 
 // TestGEMM5KQ23Large checks model-sized shapes and quantizer-made

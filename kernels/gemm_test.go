@@ -123,22 +123,8 @@ func checkMatMulInto(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n in
 // activation rows (tails of the tiles), misaligned weights and scale
 // distributions.
 func TestGEMM32SameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range blockTypes32 {
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*7 + uint64(threads))
-						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
-							return rawBlocks(r, typ, rows, cols, rows%4, mk(r))
-						}, []int{1, 2, 3, 4, 5, 7, 9, 67}, []int{32, 64, 96, 320}, []int{0, 1, 2, 3, 4, 5, 6, 8, 9, 17})
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, blockTypes32, 7, 4, []int{1, 2, 3, 4, 5, 7, 9, 67},
+		func(int) []int { return []int{32, 64, 96, 320} }, []int{0, 1, 2, 3, 4, 5, 6, 8, 9, 17})
 }
 
 // TestGEMM32Large checks a model-sized shape: many row groups and tasks.

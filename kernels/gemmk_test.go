@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"testing"
 
 	"pagoda/gguf"
@@ -14,30 +13,8 @@ var kTypes = []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
 // rows (tiles and their tails), misaligned weights and scale
 // distributions, on 1 and 3 threads.
 func TestGEMMKSameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range kTypes {
-				if k.gemm[typ] == nil {
-					continue
-				}
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*13 + uint64(threads))
-						for _, rows := range []int{1, 2, 5, 17} {
-							for _, cols := range []int{256, 512, 1536} {
-								w := rawBlocks(r, typ, rows, cols, rows%3, mk(r))
-								for _, n := range []int{0, 1, 2, 5, 6, 7, 13} {
-									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
-								}
-							}
-						}
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, kTypes, 13, 3, []int{1, 2, 5, 17},
+		func(int) []int { return []int{256, 512, 1536} }, []int{0, 1, 2, 5, 6, 7, 13})
 }
 
 // FuzzGEMMK compares the K-quant kernels with the generic ones on

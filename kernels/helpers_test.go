@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -193,4 +194,32 @@ func benchEachImpl(b *testing.B, cases []benchCase) {
 			})
 		}
 	}
+}
+
+// sweepGEMM compares every accelerated implementation's tiled matmul of
+// types with the generic one, on 1 and 3 threads and every scale
+// distribution (subtests type/dist/Nthreads, seeded by typ·seedMul +
+// threads): checkGEMMGrid over rows, cols(block size) and ns, with raw
+// weights misaligned by rows%misalign bytes. Types without a tiled kernel
+// on an implementation are left out there.
+func sweepGEMM(t *testing.T, types []gguf.Type, seedMul uint64, misalign int, rows []int, cols func(bl int) []int, ns []int) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, threads := range []int{1, 3} {
+			p := newPool(threads, k)
+			defer p.Close()
+			for _, typ := range types {
+				if k.gemm[typ] == nil {
+					continue
+				}
+				for dist, mk := range scaleDists {
+					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
+						r := newRand(uint64(typ)*seedMul + uint64(threads))
+						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
+							return rawBlocks(r, typ, rows, cols, rows%misalign, mk(r))
+						}, rows, cols(typ.BlockSize()), ns)
+					})
+				}
+			}
+		}
+	})
 }
