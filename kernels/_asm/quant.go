@@ -76,13 +76,8 @@ func genQuantQ8(name string, withSum bool) {
 	RET()
 }
 
-// hmaxAbs returns max(|a|, |b|) over all 32 lanes in lane 0 of an XMM.
-func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
-	mask := constU32("absMask", 0x7fffffff)
-	m, t := ZMM(), ZMM()
-	VANDPS_BCST(mask, a, m)
-	VANDPS_BCST(mask, b, t)
-	VMAXPS(t, m, m)
+// hmax folds the 16 lanes of m to their maximum, in lane 0 of the result.
+func hmax(m reg.VecVirtual) reg.VecVirtual {
 	y := YMM()
 	VEXTRACTF32X8(U8(1), m, y)
 	VMAXPS(y, m.AsY(), y)
@@ -95,6 +90,16 @@ func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
 	VPERMILPS(U8(0xb1), x, u)
 	VMAXPS(u, x, x)
 	return x
+}
+
+// hmaxAbs returns max(|a|, |b|) over all 32 lanes in lane 0 of an XMM.
+func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
+	mask := constU32("absMask", 0x7fffffff)
+	m, t := ZMM(), ZMM()
+	VANDPS_BCST(mask, a, m)
+	VANDPS_BCST(mask, b, t)
+	VMAXPS(t, m, m)
+	return hmax(m)
 }
 
 // sumScale stores f16(d·Σq) at s, q the int32 quants of qa and qb.
@@ -235,18 +240,7 @@ func q8kMax(xs reg.GPVirtual) reg.VecVirtual {
 		VANDPS_BCST(mask, t, t)
 		VMAXPS(t, m, m)
 	}
-	y := YMM()
-	VEXTRACTF32X8(U8(1), m, y)
-	VMAXPS(y, m.AsY(), y)
-	x := XMM()
-	VEXTRACTF32X4(U8(1), y, x)
-	VMAXPS(x, y.AsX(), x)
-	u := XMM()
-	VPERMILPS(U8(0x4e), x, u)
-	VMAXPS(u, x, x)
-	VPERMILPS(U8(0xb1), x, u)
-	VMAXPS(u, x, x)
-	return x
+	return hmax(m)
 }
 
 // q8kFirst returns the first of the 256 values at xs whose magnitude is
