@@ -53,15 +53,7 @@ func (e *Engine) beamStep(r *request) {
 		}
 		st.hasRow = false
 	}
-	slices.SortStableFunc(b.cands, func(x, y beamCand) int {
-		switch {
-		case x.cum > y.cum:
-			return -1
-		case x.cum < y.cum:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.cands, func(x, y beamCand) int { return byCumDesc(x.cum, y.cum) })
 	next := b.cands[:0:0]
 	for rank, c := range b.cands {
 		n := len(c.parent.Output()) + 1
@@ -220,4 +212,16 @@ func (e *Engine) beamOutputs(r *request) []CompletionOutput {
 			CumulativeLogprob: h.cum, FinishReason: h.finish}
 	}
 	return outs
+}
+
+// byCumDesc orders cumulative logprobs highest first, equal ones (and NaN)
+// as equal, for a stable sort.
+func byCumDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
 }
