@@ -188,14 +188,7 @@ func (b *beamSearch) done(r *request) bool {
 func (e *Engine) beamOutputs(r *request) []CompletionOutput {
 	hyps := r.beam.hyps
 	slices.SortStableFunc(hyps, func(a, b hypothesis) int {
-		sa, sb := r.score(a, a.finish == FinishStop), r.score(b, b.finish == FinishStop)
-		switch {
-		case sa > sb:
-			return -1
-		case sa < sb:
-			return 1
-		}
-		return 0
+		return byCumDesc(r.score(a, a.finish == FinishStop), r.score(b, b.finish == FinishStop))
 	})
 	n := min(r.params.N, len(hyps))
 	outs := make([]CompletionOutput, n)
@@ -214,8 +207,8 @@ func (e *Engine) beamOutputs(r *request) []CompletionOutput {
 	return outs
 }
 
-// byCumDesc orders cumulative logprobs highest first, equal ones (and NaN)
-// as equal, for a stable sort.
+// byCumDesc orders cumulative logprobs (or beam scores) highest first,
+// equal ones (and NaN) as equal, for a stable sort.
 func byCumDesc(a, b float64) int {
 	switch {
 	case a > b:
