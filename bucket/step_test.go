@@ -7,8 +7,7 @@ import (
 )
 
 func TestStepShape(t *testing.T) {
-	tb := newTable(t, smallLimits, Options{})
-	merged := newTable(t, smallLimits, Options{MergedPrefill: true})
+	tb, merged := smallTables(t)
 	tests := []struct {
 		name      string
 		set       *Set
@@ -30,8 +29,7 @@ func TestStepShape(t *testing.T) {
 }
 
 func TestPaddingCost(t *testing.T) {
-	tb := newTable(t, smallLimits, Options{})
-	merged := newTable(t, smallLimits, Options{MergedPrefill: true})
+	tb, merged := smallTables(t)
 	tests := []struct {
 		name       string
 		set        *Set
@@ -60,8 +58,7 @@ func TestPaddingCost(t *testing.T) {
 }
 
 func TestQueryTiles(t *testing.T) {
-	tb := newTable(t, smallLimits, Options{})
-	merged := newTable(t, smallLimits, Options{MergedPrefill: true})
+	tb, merged := smallTables(t)
 	tests := []struct {
 		name   string
 		set    *Set

@@ -17,6 +17,13 @@ func newTable(t *testing.T, l Limits, o Options) *Table {
 	return tb
 }
 
+// smallTables returns the tables of smallLimits without and with
+// MergedPrefill.
+func smallTables(t *testing.T) (tb, merged *Table) {
+	t.Helper()
+	return newTable(t, smallLimits, Options{}), newTable(t, smallLimits, Options{MergedPrefill: true})
+}
+
 func shapes(s ...[3]int) []Shape {
 	out := make([]Shape, len(s))
 	for i, v := range s {
@@ -93,8 +100,7 @@ func linearDecodeBuckets() []Shape {
 }
 
 func TestFind(t *testing.T) {
-	tb := newTable(t, smallLimits, Options{})
-	merged := newTable(t, smallLimits, Options{MergedPrefill: true})
+	tb, merged := smallTables(t)
 	tests := []struct {
 		name  string
 		set   *Set

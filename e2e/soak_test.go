@@ -26,11 +26,7 @@ const soakChatTemplate = "{% for m in messages %}{{ m['content'] }}\n{% endfor %
 // malformed body accepted, the running, waiting and KV usage gauges back
 // to 0, and the server healthy; SIGTERM then stops it cleanly.
 func TestSoakStories260K(t *testing.T) {
-	bin := buildPagoda(t)
-	port := freePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	srv := startSoakServer(t, bin, port, "20s")
-	waitHealthy(t, base, srv)
+	bin, base, srv := startSoakServer(t, "20s")
 
 	cmd := exec.Command(bin, "bench", "soak", "--base-url", base, "--num-requests", "1000", "--max-concurrency", "16",
 		"--hangup-rate", "0.3", "--malformed-rate", "0.2", "--max-tokens", "32", "--max-prompt-words", "32",
@@ -59,15 +55,21 @@ func TestSoakStories260K(t *testing.T) {
 	srv.stop(t)
 }
 
-// startSoakServer starts `pagoda serve` on stories260K with the soak's
-// small KV pool.
-func startSoakServer(t *testing.T, bin string, port int, shutdownTimeout string) *server {
+// startSoakServer builds pagoda, starts `pagoda serve` on stories260K with
+// the soak's small KV pool on a free port and waits until it is healthy;
+// it returns the binary, the server's base URL and the server.
+func startSoakServer(t *testing.T, shutdownTimeout string) (bin, base string, srv *server) {
 	t.Helper()
+	bin = buildPagoda(t)
+	port := freePort(t)
+	base = "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "serve", testmodel.Stories(t), "--port", strconv.Itoa(port), "--chat-template", soakChatTemplate,
 		"--num-gpu-blocks-override", "16", "--block-size", "16", "--swap-space", "81920", "--max-num-seqs", "16",
 		"--max-model-len", "128", "--max-num-batched-tokens", "128", "--shutdown-timeout", shutdownTimeout,
 		"--disable-log-stats")
-	return startProcess(t, "pagoda serve", cmd)
+	srv = startProcess(t, "pagoda serve", cmd)
+	waitHealthy(t, base, srv)
+	return bin, base, srv
 }
 
 // soakReport is the part of `pagoda bench soak --json` the tests check.
@@ -99,11 +101,7 @@ func parseSoakReport(t *testing.T, out []byte) soakReport {
 // the server stopped listening fail to connect (or find their idle
 // connection closed), which is expected. The server must exit 0.
 func TestSoakShutdown(t *testing.T) {
-	bin := buildPagoda(t)
-	port := freePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	srv := startSoakServer(t, bin, port, "300ms")
-	waitHealthy(t, base, srv)
+	bin, base, srv := startSoakServer(t, "300ms")
 
 	cmd := exec.Command(bin, "bench", "soak", "--base-url", base, "--num-requests", "3000", "--max-concurrency", "16",
 		"--hangup-rate", "0", "--malformed-rate", "0", "--max-tokens", "96", "--seed", "9", "--settle-timeout", "1s",

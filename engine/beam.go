@@ -53,15 +53,7 @@ func (e *Engine) beamStep(r *request) {
 		}
 		st.hasRow = false
 	}
-	slices.SortStableFunc(b.cands, func(x, y beamCand) int {
-		switch {
-		case x.cum > y.cum:
-			return -1
-		case x.cum < y.cum:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.cands, func(x, y beamCand) int { return byCumDesc(x.cum, y.cum) })
 	next := b.cands[:0:0]
 	for rank, c := range b.cands {
 		n := len(c.parent.Output()) + 1
@@ -196,14 +188,7 @@ func (b *beamSearch) done(r *request) bool {
 func (e *Engine) beamOutputs(r *request) []CompletionOutput {
 	hyps := r.beam.hyps
 	slices.SortStableFunc(hyps, func(a, b hypothesis) int {
-		sa, sb := r.score(a, a.finish == FinishStop), r.score(b, b.finish == FinishStop)
-		switch {
-		case sa > sb:
-			return -1
-		case sa < sb:
-			return 1
-		}
-		return 0
+		return byCumDesc(r.score(a, a.finish == FinishStop), r.score(b, b.finish == FinishStop))
 	})
 	n := min(r.params.N, len(hyps))
 	outs := make([]CompletionOutput, n)
@@ -220,4 +205,16 @@ func (e *Engine) beamOutputs(r *request) []CompletionOutput {
 			CumulativeLogprob: h.cum, FinishReason: h.finish}
 	}
 	return outs
+}
+
+// byCumDesc orders cumulative logprobs (or beam scores) highest first,
+// equal ones (and NaN) as equal, for a stable sort.
+func byCumDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
 }

@@ -271,15 +271,7 @@ func (r *request) ordered() []*outputState {
 func (r *request) bestOutputs() []CompletionOutput {
 	sts := r.ordered()
 	if len(sts) > r.params.N {
-		slices.SortStableFunc(sts, func(a, b *outputState) int {
-			switch {
-			case a.cum > b.cum:
-				return -1
-			case a.cum < b.cum:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(sts, func(a, b *outputState) int { return byCumDesc(a.cum, b.cum) })
 		sts = sts[:r.params.N] // len(sts) > N: never out of range
 	}
 	outs := make([]CompletionOutput, len(sts))

@@ -110,3 +110,18 @@ func illFormedPrefix(data []byte) int {
 
 // near reports whether a and b differ by at most tol.
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+// mustRoundTrip quantizes x to typ and dequantizes it back, failing the
+// test on either error; it returns the quantized bytes and the values.
+func mustRoundTrip(t *testing.T, typ Type, x []float32) ([]byte, []float32) {
+	t.Helper()
+	q, err := Quantize(typ, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, len(x))
+	if err := Dequantize(typ, q, y); err != nil {
+		t.Fatal(err)
+	}
+	return q, y
+}

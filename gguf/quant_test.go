@@ -158,14 +158,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 			t.Run(typ.String()+"/"+dist, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(typ), uint64(len(dist))))
 				x := testData(rng, dist, 256*16)
-				q, err := Quantize(typ, x)
-				if err != nil {
-					t.Fatal(err)
-				}
-				y := make([]float32, len(x))
-				if err := Dequantize(typ, q, y); err != nil {
-					t.Fatal(err)
-				}
+				_, y := mustRoundTrip(t, typ, x)
 				checkQuantError(t, typ, x, y, bound.maxErr)
 				if dist == "normal" {
 					var se, sx float64
@@ -210,14 +203,7 @@ func TestQuantizeSpecialBlocks(t *testing.T) {
 	for typ, bound := range quantBounds {
 		for name, x := range blocks {
 			t.Run(typ.String()+"/"+name, func(t *testing.T) {
-				q, err := Quantize(typ, x)
-				if err != nil {
-					t.Fatal(err)
-				}
-				y := make([]float32, len(x))
-				if err := Dequantize(typ, q, y); err != nil {
-					t.Fatal(err)
-				}
+				q, y := mustRoundTrip(t, typ, x)
 				checkQuantError(t, typ, x, y, bound.maxErr)
 				again, _ := Quantize(typ, x)
 				if !bytes.Equal(q, again) {
@@ -234,14 +220,7 @@ func TestQuantizeFloat(t *testing.T) {
 		t   Type
 		rel float64
 	}{{F32, 0}, {F64, 0}, {F16, 1.0 / 2048}, {BF16, 1.0 / 256}} {
-		q, err := Quantize(c.t, x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y := make([]float32, len(x))
-		if err := Dequantize(c.t, q, y); err != nil {
-			t.Fatal(err)
-		}
+		_, y := mustRoundTrip(t, c.t, x)
 		for i := range x {
 			tol := c.rel * math.Abs(float64(x[i]))
 			if c.t == F16 {

@@ -86,25 +86,9 @@ func writeNode(b *strings.Builder, n *node, prec int) {
 			b.WriteString(`""`)
 			return
 		}
-		paren := prec > 1 && len(n.kids) > 1
-		open(b, paren)
-		for i, k := range n.kids {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			writeNode(b, k, 1)
-		}
-		closeParen(b, paren)
+		writeJoined(b, n.kids, " ", 1, prec > 1 && len(n.kids) > 1)
 	case nAlt:
-		paren := prec > 0
-		open(b, paren)
-		for i, k := range n.kids {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			writeNode(b, k, 0)
-		}
-		closeParen(b, paren)
+		writeJoined(b, n.kids, " | ", 0, prec > 0)
 	case nRep:
 		writeNode(b, n.kids[0], 2)
 		writeCount(b, n.min, n.max)
@@ -147,13 +131,18 @@ func writeCount(b *strings.Builder, min, max int) {
 	}
 }
 
-func open(b *strings.Builder, paren bool) {
+// writeJoined writes kids at precedence prec separated by sep, in
+// parentheses when paren.
+func writeJoined(b *strings.Builder, kids []*node, sep string, prec int, paren bool) {
 	if paren {
 		b.WriteByte('(')
 	}
-}
-
-func closeParen(b *strings.Builder, paren bool) {
+	for i, k := range kids {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		writeNode(b, k, prec)
+	}
 	if paren {
 		b.WriteByte(')')
 	}

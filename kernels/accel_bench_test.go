@@ -34,7 +34,7 @@ func BenchmarkGEMM(b *testing.B) {
 
 func benchGEMM(b *testing.B, k *impl, typ gguf.Type, rows, cols, n int) {
 	r := newRand(30)
-	benchMatMul(b, k, rawBlocks32(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
+	benchMatMul(b, k, rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r)), randVec(r, n*cols, 1), n)
 }
 
 // benchMatMul times MatMul of weight one with the n rows of x on k,
@@ -74,7 +74,7 @@ func BenchmarkGEMMK(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/%v/2048x2048/n=%d", k.name, typ, n), func(b *testing.B) {
 					r := newRand(31)
-					w := rawBlocksK(r, typ, 2048, 2048, 0, scaleDists["normal"](r))
+					w := rawBlocks(r, typ, 2048, 2048, 0, scaleDists["normal"](r))
 					x := randVec(r, n*2048, 1)
 					dst := make([]float32, n*2048)
 					p := newPool(0, k)
@@ -100,11 +100,7 @@ func BenchmarkVec(b *testing.B) {
 	for i, v := range randVec(r, n, 1) {
 		h[i] = F32ToF16(v)
 	}
-	cases := []struct {
-		name  string
-		bytes int
-		run   func(k *impl)
-	}{
+	benchEachImpl(b, []benchCase{
 		{"axpyF16", 10 * n, func(k *impl) { k.axpyF16(x, 0.5, h) }},
 		{"axpyF32", 12 * n, func(k *impl) { k.axpyF32(x, 0.5, y) }},
 		{"madF16", 6 * n, func(k *impl) { k.madF16(h, 0.999, h) }},
@@ -116,17 +112,7 @@ func BenchmarkVec(b *testing.B) {
 		{"add", 12 * n, func(k *impl) { k.add(x, y) }},
 		{"quantizeQ8_1", 5 * n, func(k *impl) { quantizeOne(k, actQ8_1, y) }},
 		{"quantizeQ8K", 5 * n, func(k *impl) { quantizeOne(k, actQ8K, y) }},
-	}
-	for _, k := range implementations() {
-		for _, c := range cases {
-			b.Run(k.name+"/"+c.name, func(b *testing.B) {
-				b.SetBytes(int64(c.bytes))
-				for b.Loop() {
-					c.run(k)
-				}
-			})
-		}
-	}
+	})
 }
 
 // BenchmarkAttentionF16 is one decode token of 9 heads (3 KV heads) of

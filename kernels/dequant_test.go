@@ -40,7 +40,7 @@ func TestDequantizeFusedSame(t *testing.T) {
 				}
 				dequantFused(t, typ, blk, want)
 				for e := range got {
-					if !sameBits(got[e], want[e]) {
+					if !sameFloat(got[e], want[e]) {
 						t.Fatalf("block %d element %d: separately rounded %v, fused %v", n, e, got[e], want[e])
 					}
 				}

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,63 +16,12 @@ import (
 // (tiled matmuls the avx512 implementation has; see doc.go).
 var gemm5KQ23Types = []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K}
 
-// scaleOffsets returns the byte offsets of a block's f16 scales.
-func scaleOffsets(typ gguf.Type) []int {
-	switch typ {
-	case gguf.Q5_0:
-		return []int{0}
-	case gguf.Q5_1:
-		return []int{0, 2}
-	case gguf.Q2_K:
-		return []int{80, 82}
-	case gguf.Q3_K:
-		return []int{108}
-	}
-	panic(typ)
-}
-
-// rawBlocks returns rows×cols of typ with random bytes and f16 scales
-// drawn by scale, starting off bytes into a larger buffer.
-func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
-	bs, bl := typ.TypeSize(), typ.BlockSize()
-	n := rows * cols / bl
-	buf := make([]byte, off+n*bs+7)
-	for i := range buf {
-		buf[i] = byte(r.Uint32())
-	}
-	data := buf[off : off+n*bs]
-	for b := range n {
-		for _, o := range scaleOffsets(typ) {
-			binary.LittleEndian.PutUint16(data[b*bs+o:], F32ToF16(scale()))
-		}
-	}
-	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
-}
-
 // TestGEMM5KQ23SameAsGeneric sweeps rows (tails of the 4-row groups),
 // blocks per row, activation rows (tiles and their tails), misaligned
 // weights, scale distributions and thread counts.
 func TestGEMM5KQ23SameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range gemm5KQ23Types {
-				if k.gemm[typ] == nil {
-					continue
-				}
-				bl := typ.BlockSize()
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*17 + uint64(threads))
-						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
-							return rawBlocks(r, typ, rows, cols, rows%4, mk(r))
-						}, []int{1, 2, 3, 4, 5, 7, 9, 17}, []int{bl, 2 * bl, 3 * bl, 6 * bl}, []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13})
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, gemm5KQ23Types, 17, 4, []int{1, 2, 3, 4, 5, 7, 9, 17},
+		func(bl int) []int { return []int{bl, 2 * bl, 3 * bl, 6 * bl} }, []int{0, 1, 2, 3, 5, 6, 7, 8, 9, 13})
 }
 
 // TestGEMM5KQ23Large checks model-sized shapes and quantizer-made
@@ -97,26 +45,11 @@ func TestGEMM5KQ23Large(t *testing.T) {
 // TestGEMM5KQ23ExtremeActivations: zero rows, spikes and huge values.
 func TestGEMM5KQ23ExtremeActivations(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
-		p := newPool(2, k)
-		defer p.Close()
-		r := newRand(22)
-		const cols = 512
-		x := make([]float32, 6*cols)
-		x[cols+5] = 3e4
-		for i := range cols {
-			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
-		}
-		copy(x[3*cols:], randVec(r, cols, 1e-6))
-		copy(x[4*cols:], randVec(r, cols, 6e4))
-		for i := range cols {
-			x[5*cols+i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
-		}
-		for _, typ := range gemm5KQ23Types {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
-				checkSameMatMul(t, k, p, w, x, 6)
-			})
-		}
+		checkExtremeActivations(t, k, 22, 512, gemm5KQ23Types, func(_ *rand.Rand, row []float32) {
+			for i := range row {
+				row[i] = float32(-1 + 2*(i%2)) // saturated quants, ±127
+			}
+		})
 	})
 }
 
@@ -133,13 +66,7 @@ func FuzzGEMM5KQ23(f *testing.F) {
 		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
 		copy(w.Data, raw)
 		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		for _, k := range implementations() {
-			if k != generic && k.gemm[typ] != nil {
-				p := newPool(2, k)
-				checkSameMatMul(t, k, p, w, x, n)
-				p.Close()
-			}
-		}
+		fuzzSameMatMul(t, w, x, n, true)
 	})
 }
 

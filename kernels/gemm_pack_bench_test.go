@@ -36,7 +36,7 @@ func BenchmarkGEMMPackedAB(b *testing.B) {
 
 func benchPackedAB(b *testing.B, typ gguf.Type, rows, cols, n, threads int) {
 	r := newRand(30)
-	one := rawBlocks32(r, typ, rows, cols, 0, scaleDists["normal"](r))
+	one := rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r))
 	copies := 1
 	if n == 1 {
 		copies = max(1, (128<<20)/len(one.Data))
@@ -94,7 +94,7 @@ func benchPrefillShapes(b *testing.B, prep func(*impl, Weight) Weight) {
 	xs := make([][]float32, len(shapes))
 	dsts := make([][]float32, len(shapes))
 	for i, s := range shapes {
-		ws[i] = prep(def, rawBlocks32(r, gguf.Q4_0, s.rows, s.cols, 0, scaleDists["normal"](r)))
+		ws[i] = prep(def, rawBlocks(r, gguf.Q4_0, s.rows, s.cols, 0, scaleDists["normal"](r)))
 		xs[i] = randVec(r, n*s.cols, 1)
 		dsts[i] = make([]float32, n*s.rows)
 	}
@@ -127,7 +127,7 @@ func threadCPU() time.Duration {
 // BenchmarkPack measures Pack on a TinyLlama FFN matrix.
 func BenchmarkPack(b *testing.B) {
 	r := newRand(1)
-	w := rawBlocks32(r, gguf.Q4_0, 5632, 2048, 0, scaleDists["normal"](r))
+	w := rawBlocks(r, gguf.Q4_0, 5632, 2048, 0, scaleDists["normal"](r))
 	b.SetBytes(int64(len(w.Data)))
 	for b.Loop() {
 		pack(def, w)

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
@@ -65,28 +64,6 @@ func TestImplementations(t *testing.T) {
 // blockTypes32 are the weight types with tiled accelerated kernels.
 var blockTypes32 = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0}
 
-// rawBlocks32 returns rows×cols of type typ with random quants and scales
-// drawn by scale (raw bytes, not a quantizer's output, so that every bit
-// pattern of the quants occurs), starting at byte offset off of a larger
-// buffer so that rows are misaligned.
-func rawBlocks32(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
-	bs := typ.TypeSize()
-	n := rows * cols / 32
-	buf := make([]byte, off+n*bs+7)
-	for i := range buf {
-		buf[i] = byte(r.Uint32())
-	}
-	data := buf[off : off+n*bs]
-	for b := range n {
-		blk := data[b*bs:]
-		binary.LittleEndian.PutUint16(blk, F32ToF16(scale()))
-		if typ == gguf.Q4_1 {
-			binary.LittleEndian.PutUint16(blk[2:], F32ToF16(scale()))
-		}
-	}
-	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
-}
-
 // scaleDists are the distributions of block scales the equality tests draw
 // from: ordinary ones, and ones spanning the whole f16 range with signs and
 // zeros, where float rounding is most delicate.
@@ -146,22 +123,8 @@ func checkMatMulInto(t *testing.T, k *impl, p *Pool, w Weight, x []float32, n in
 // activation rows (tails of the tiles), misaligned weights and scale
 // distributions.
 func TestGEMM32SameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range blockTypes32 {
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*7 + uint64(threads))
-						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
-							return rawBlocks32(r, typ, rows, cols, rows%4, mk(r))
-						}, []int{1, 2, 3, 4, 5, 7, 9, 67}, []int{32, 64, 96, 320}, []int{0, 1, 2, 3, 4, 5, 6, 8, 9, 17})
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, blockTypes32, 7, 4, []int{1, 2, 3, 4, 5, 7, 9, 67},
+		func(int) []int { return []int{32, 64, 96, 320} }, []int{0, 1, 2, 3, 4, 5, 6, 8, 9, 17})
 }
 
 // TestGEMM32Large checks a model-sized shape: many row groups and tasks.
@@ -172,7 +135,7 @@ func TestGEMM32Large(t *testing.T) {
 		r := newRand(11)
 		for _, typ := range blockTypes32 {
 			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks32(r, typ, 1000, 576, 1, scaleDists["normal"](r))
+				w := rawBlocks(r, typ, 1000, 576, 1, scaleDists["normal"](r))
 				checkSameMatMul(t, k, p, w, randVec(r, 7*576, 1), 7)
 			})
 		}
@@ -183,24 +146,9 @@ func TestGEMM32Large(t *testing.T) {
 // make blocks with d = 0, saturated quants and wide scale ratios.
 func TestGEMM32ExtremeActivations(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
-		p := newPool(2, k)
-		defer p.Close()
-		r := newRand(12)
-		const cols = 128
-		x := make([]float32, 6*cols)
-		x[cols+5] = 3e4       // row 1: one spike
-		for i := range cols { // row 2: alternating extremes
-			x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
-		}
-		copy(x[3*cols:], randVec(r, cols, 1e-6))
-		copy(x[4*cols:], randVec(r, cols, 6e4))
-		copy(x[5*cols:], randVec(r, cols, 1))
-		for _, typ := range blockTypes32 {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks32(r, typ, 13, cols, 0, scaleDists["wide"](r))
-				checkSameMatMul(t, k, p, w, x, 6)
-			})
-		}
+		checkExtremeActivations(t, k, 12, 128, blockTypes32, func(r *rand.Rand, row []float32) {
+			copy(row, randVec(r, len(row), 1))
+		})
 	})
 }
 
@@ -214,17 +162,10 @@ func FuzzGEMM32(f *testing.F) {
 		rows, n := 1+int(rows8)%11, int(n8)%7
 		r := newRand(seed)
 		cols := 32 * (1 + r.IntN(4))
-		w := rawBlocks32(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
+		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
 		copy(w.Data, raw) // fuzzer-chosen scales and quants
 		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		for _, k := range implementations() {
-			if k == generic {
-				continue
-			}
-			p := newPool(2, k)
-			checkSameMatMul(t, k, p, w, x, n)
-			p.Close()
-		}
+		fuzzSameMatMul(t, w, x, n, false)
 	})
 }
 
@@ -252,7 +193,7 @@ func TestPackUsed(t *testing.T) {
 				continue
 			}
 			r := newRand(uint64(typ))
-			w := rawBlocks32(r, typ, 6, 64, 0, scaleDists["normal"](r))
+			w := rawBlocks(r, typ, 6, 64, 0, scaleDists["normal"](r))
 			pw := pack(k, w)
 			size := typ.TypeSize()
 			if len(pw.packed) != 2*2*4*size {
@@ -286,7 +227,7 @@ func TestGEMM32ActBlocks(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/%dthreads", typ, threads), func(t *testing.T) {
 					r := newRand(uint64(typ)*3 + uint64(threads))
 					const cols = 8192
-					w := rawBlocks32(r, typ, 37, cols, 1, scaleDists["normal"](r))
+					w := rawBlocks(r, typ, 37, cols, 1, scaleDists["normal"](r))
 					n := 2*k.gemm[typ].actBlock(cols) + 5
 					checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
 				})
@@ -307,7 +248,7 @@ func TestGEMMKActBlocks(t *testing.T) {
 			t.Run(typ.String(), func(t *testing.T) {
 				r := newRand(uint64(typ))
 				const cols = 8192
-				w := rawBlocksK(r, typ, 13, cols, 0, scaleDists["normal"](r))
+				w := rawBlocks(r, typ, 13, cols, 0, scaleDists["normal"](r))
 				n := 2*k.gemm[typ].actBlock(cols) + 3
 				checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
 			})

@@ -1,9 +1,6 @@
 package kernels
 
 import (
-	"encoding/binary"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"pagoda/gguf"
@@ -12,56 +9,12 @@ import (
 // kTypes are the K-quant weight types with accelerated kernels.
 var kTypes = []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
 
-// rawBlocksK returns rows×cols of a K-quant type with random bytes and
-// scales drawn by scale, misaligned by off bytes.
-func rawBlocksK(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
-	bs := typ.TypeSize()
-	n := rows * cols / 256
-	buf := make([]byte, off+n*bs+7)
-	for i := range buf {
-		buf[i] = byte(r.Uint32())
-	}
-	data := buf[off : off+n*bs]
-	for b := range n {
-		blk := data[b*bs:]
-		if typ == gguf.Q6_K {
-			binary.LittleEndian.PutUint16(blk[208:], F32ToF16(scale()))
-		} else {
-			binary.LittleEndian.PutUint16(blk[0:], F32ToF16(scale()))
-			binary.LittleEndian.PutUint16(blk[2:], F32ToF16(scale()))
-		}
-	}
-	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
-}
-
 // TestGEMMKSameAsGeneric sweeps rows, super-blocks per row, activation
 // rows (tiles and their tails), misaligned weights and scale
 // distributions, on 1 and 3 threads.
 func TestGEMMKSameAsGeneric(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		for _, threads := range []int{1, 3} {
-			p := newPool(threads, k)
-			defer p.Close()
-			for _, typ := range kTypes {
-				if k.gemm[typ] == nil {
-					continue
-				}
-				for dist, mk := range scaleDists {
-					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
-						r := newRand(uint64(typ)*13 + uint64(threads))
-						for _, rows := range []int{1, 2, 5, 17} {
-							for _, cols := range []int{256, 512, 1536} {
-								w := rawBlocksK(r, typ, rows, cols, rows%3, mk(r))
-								for _, n := range []int{0, 1, 2, 5, 6, 7, 13} {
-									checkSameMatMul(t, k, p, w, randVec(r, n*cols, 1), n)
-								}
-							}
-						}
-					})
-				}
-			}
-		}
-	})
+	sweepGEMM(t, kTypes, 13, 3, []int{1, 2, 5, 17},
+		func(int) []int { return []int{256, 512, 1536} }, []int{0, 1, 2, 5, 6, 7, 13})
 }
 
 // FuzzGEMMK compares the K-quant kernels with the generic ones on
@@ -73,15 +26,9 @@ func FuzzGEMMK(f *testing.F) {
 		rows, n := 1+int(rows8)%5, int(n8)%8
 		r := newRand(seed)
 		cols := 256 * (1 + r.IntN(3))
-		w := rawBlocksK(r, typ, rows, cols, int(seed%3), scaleDists["wide"](r))
+		w := rawBlocks(r, typ, rows, cols, int(seed%3), scaleDists["wide"](r))
 		copy(w.Data, raw)
 		x := randVec(r, n*cols, 1)
-		for _, k := range implementations() {
-			if k != generic && k.gemm[typ] != nil {
-				p := newPool(2, k)
-				checkSameMatMul(t, k, p, w, x, n)
-				p.Close()
-			}
-		}
+		fuzzSameMatMul(t, w, x, n, true)
 	})
 }

@@ -66,10 +66,13 @@ func (g *goldenReader) f64() float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64(g.take(8)))
 }
 
-// sameBits reports whether a and b are the same float32 (NaNs compare by
-// being NaN).
-func sameBits(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+// widen converts half-precision values (f16 or bf16, by conv) to float32.
+func widen(h []uint16, conv func(uint16) float32) []float32 {
+	v := make([]float32, len(h))
+	for i, x := range h {
+		v[i] = conv(x)
+	}
+	return v
 }
 
 func TestGoldenDot(t *testing.T) {
@@ -80,10 +83,7 @@ func TestGoldenDot(t *testing.T) {
 		}{
 			{"dot_f16.bin", func(n int, g *goldenReader) float32 {
 				x, y := g.u16s(n), g.u16s(n)
-				a := make([]float32, n)
-				for i, h := range y {
-					a[i] = F16ToF32(h)
-				}
+				a := widen(y, F16ToF32)
 				return k.dotF16(a, x)
 			}},
 			{"dot_f32.bin", func(n int, g *goldenReader) float32 {
@@ -92,10 +92,7 @@ func TestGoldenDot(t *testing.T) {
 			}},
 			{"dot_bf16.bin", func(n int, g *goldenReader) float32 {
 				x, y := g.u16s(n), g.u16s(n)
-				a := make([]float32, n)
-				for i, h := range y {
-					a[i] = BF16ToF32(h)
-				}
+				a := widen(y, BF16ToF32)
 				return k.dotBF16(a, x)
 			}},
 		} {
@@ -104,7 +101,7 @@ func TestGoldenDot(t *testing.T) {
 				for rec := 0; g.more(); rec++ {
 					n := g.u32()
 					got := c.dot(n, g)
-					if want := g.f32s(1)[0]; !sameBits(got, want) {
+					if want := g.f32s(1)[0]; !sameFloat(got, want) {
 						t.Errorf("record %d (n=%d): %v, ggml %v", rec, n, got, want)
 					}
 				}
@@ -129,7 +126,7 @@ func TestGoldenSoftmax(t *testing.T) {
 				t.Errorf("record %d (n=%d): sum %v, ggml %v", rec, n, sum, wantSum)
 			}
 			for i := range e {
-				if !sameBits(e[i], want[i]) {
+				if !sameFloat(e[i], want[i]) {
 					t.Fatalf("record %d (n=%d): exp[%d] = %v, ggml %v", rec, n, i, e[i], want[i])
 				}
 			}
@@ -137,7 +134,7 @@ func TestGoldenSoftmax(t *testing.T) {
 			k.softmax(x)
 			s := float32(1 / wantSum)
 			for i := range x {
-				if !sameBits(x[i], want[i]*s) {
+				if !sameFloat(x[i], want[i]*s) {
 					t.Fatalf("record %d (n=%d): softmax[%d] = %v, want %v", rec, n, i, x[i], want[i]*s)
 				}
 			}
@@ -154,13 +151,13 @@ func TestGoldenSiLU(t *testing.T) {
 			got := make([]float32, n)
 			k.silu(got, x)
 			for i := range got {
-				if !sameBits(got[i], silu[i]) {
+				if !sameFloat(got[i], silu[i]) {
 					t.Fatalf("record %d (n=%d): silu[%d](%v) = %v, ggml %v", rec, n, i, x[i], got[i], silu[i])
 				}
 			}
 			k.swiGLU(got, x, gate)
 			for i := range got {
-				if !sameBits(got[i], swiglu[i]) {
+				if !sameFloat(got[i], swiglu[i]) {
 					t.Fatalf("record %d (n=%d): swiglu[%d] = %v, ggml %v", rec, n, i, got[i], swiglu[i])
 				}
 			}
@@ -243,7 +240,7 @@ func TestGoldenLibm(t *testing.T) {
 		n := g.u32()
 		x, sc := g.f32s(n), g.f32s(2*n)
 		for i, v := range x {
-			if s, c := sincosf(v); !sameBits(s, sc[2*i]) || !sameBits(c, sc[2*i+1]) {
+			if s, c := sincosf(v); !sameFloat(s, sc[2*i]) || !sameFloat(c, sc[2*i+1]) {
 				t.Errorf("sincosf(%v) = %v, %v; glibc %v, %v", v, s, c, sc[2*i], sc[2*i+1])
 			}
 		}
@@ -253,7 +250,7 @@ func TestGoldenLibm(t *testing.T) {
 		n := g.u32()
 		x, y := g.f32s(n), g.f32s(n)
 		for i, v := range x {
-			if got := expf(v); !sameBits(got, y[i]) {
+			if got := expf(v); !sameFloat(got, y[i]) {
 				t.Errorf("expf(%v) = %v, glibc %v", v, got, y[i])
 			}
 		}
@@ -262,12 +259,16 @@ func TestGoldenLibm(t *testing.T) {
 		g := openGolden(t, "powf.bin")
 		for g.more() {
 			v := g.f32s(3)
-			if got := powf(v[0], v[1]); !sameBits(got, v[2]) {
+			if got := powf(v[0], v[1]); !sameFloat(got, v[2]) {
 				t.Errorf("powf(%v, %v) = %v, glibc %v", v[0], v[1], got, v[2])
 			}
 		}
 	})
 }
+
+// goldenQuantTypes are the quantized weight types with ggml golden files.
+var goldenQuantTypes = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
+	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
 
 // TestGoldenQuantDot checks the quantized dot products: ggml quantizes a
 // weight row and an activation row and computes its vec_dot; our
@@ -275,8 +276,7 @@ func TestGoldenLibm(t *testing.T) {
 // agrees) and our dot must give the same float32.
 func TestGoldenQuantDot(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
-		for _, typ := range []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-			gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		for _, typ := range goldenQuantTypes {
 			t.Run(typ.String(), func(t *testing.T) {
 				g := openGolden(t, "vec_dot_"+goldenTypeName(typ)+".bin")
 				for rec := 0; g.more(); rec++ {
@@ -286,7 +286,7 @@ func TestGoldenQuantDot(t *testing.T) {
 					want := g.f32s(1)[0]
 					var a actRows
 					a.prepare(k, actKindOf(typ), x, 1, n)
-					if got := k.dot[typ](w, &a.rows[0]); !sameBits(got, want) {
+					if got := k.dot[typ](w, &a.rows[0]); !sameFloat(got, want) {
 						t.Errorf("record %d (n=%d): %v, ggml %v", rec, n, got, want)
 					}
 				}
@@ -309,8 +309,7 @@ func goldenTypeName(t gguf.Type) string {
 // TestGoldenDequantize checks DequantizeRow (embedding lookups: ggml's
 // get_rows) against ggml's dequantize_row_* on the same rows.
 func TestGoldenDequantize(t *testing.T) {
-	for _, typ := range []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-		gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+	for _, typ := range goldenQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			g := openGolden(t, "dequant_"+goldenTypeName(typ)+".bin")
 			for rec := 0; g.more(); rec++ {
@@ -320,7 +319,7 @@ func TestGoldenDequantize(t *testing.T) {
 				got := make([]float32, n)
 				DequantizeRow(got, w, 0)
 				for i := range got {
-					if !sameBits(got[i], want[i]) {
+					if !sameFloat(got[i], want[i]) {
 						t.Fatalf("record %d (n=%d): element %d = %v, ggml %v", rec, n, i, got[i], want[i])
 					}
 				}

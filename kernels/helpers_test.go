@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -92,4 +94,132 @@ var allWeightTypes = []struct {
 	{gguf.Q4_K, []int{256, 512, 768}},
 	{gguf.Q5_K, []int{256, 512, 768}},
 	{gguf.Q6_K, []int{256, 512, 768}},
+}
+
+// scaleOffsets returns the byte offsets of a block's f16 scales.
+func scaleOffsets(typ gguf.Type) []int {
+	switch typ {
+	case gguf.Q4_0, gguf.Q5_0, gguf.Q8_0:
+		return []int{0}
+	case gguf.Q4_1, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K:
+		return []int{0, 2}
+	case gguf.Q2_K:
+		return []int{80, 82}
+	case gguf.Q3_K:
+		return []int{108}
+	case gguf.Q6_K:
+		return []int{208}
+	}
+	panic(typ)
+}
+
+// rawBlocks returns rows×cols of typ with random bytes (raw, not a
+// quantizer's output, so that every bit pattern of the quants occurs) and
+// f16 scales drawn by scale, starting off bytes into a larger buffer so
+// that rows are misaligned.
+func rawBlocks(r *rand.Rand, typ gguf.Type, rows, cols, off int, scale func() float32) Weight {
+	bs, bl := typ.TypeSize(), typ.BlockSize()
+	n := rows * cols / bl
+	buf := make([]byte, off+n*bs+7)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	data := buf[off : off+n*bs]
+	for b := range n {
+		for _, o := range scaleOffsets(typ) {
+			binary.LittleEndian.PutUint16(data[b*bs+o:], F32ToF16(scale()))
+		}
+	}
+	return Weight{Type: typ, Data: data, Rows: rows, Cols: cols}
+}
+
+// fuzzSameMatMul runs checkSameMatMul for w and x on every accelerated
+// implementation, each on its own 2-thread pool; with needGEMM only on
+// those with a tiled kernel for w.Type. It is the body of the GEMM fuzzers.
+func fuzzSameMatMul(t *testing.T, w Weight, x []float32, n int, needGEMM bool) {
+	t.Helper()
+	for _, k := range implementations() {
+		if k == generic || needGEMM && k.gemm[w.Type] == nil {
+			continue
+		}
+		p := newPool(2, k)
+		checkSameMatMul(t, k, p, w, x, n)
+		p.Close()
+	}
+}
+
+// checkExtremeActivations compares k's matmul of types with the generic
+// one on six activation rows of cols values that make blocks with d = 0,
+// saturated quants and wide scale ratios: zero, one spike, alternating
+// extremes, tiny, huge, and a last row that fill writes.
+func checkExtremeActivations(t *testing.T, k *impl, seed uint64, cols int, types []gguf.Type, fill func(r *rand.Rand, row []float32)) {
+	t.Helper()
+	p := newPool(2, k)
+	defer p.Close()
+	r := newRand(seed)
+	x := make([]float32, 6*cols)
+	x[cols+5] = 3e4       // row 1: one spike
+	for i := range cols { // row 2: alternating extremes
+		x[2*cols+i] = float32(math.Ldexp(1, i%60-30))
+	}
+	copy(x[3*cols:], randVec(r, cols, 1e-6))
+	copy(x[4*cols:], randVec(r, cols, 6e4))
+	fill(r, x[5*cols:])
+	for _, typ := range types {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := rawBlocks(r, typ, 13, cols, 0, scaleDists["wide"](r))
+			checkSameMatMul(t, k, p, w, x, 6)
+		})
+	}
+}
+
+// benchCase is one kernel call of a benchmark table; bytes is what it
+// reads and writes (b.SetBytes).
+type benchCase struct {
+	name  string
+	bytes int
+	run   func(k *impl)
+}
+
+// benchEachImpl runs every case on every implementation, as
+// sub-benchmarks named implementation/case.
+func benchEachImpl(b *testing.B, cases []benchCase) {
+	for _, k := range implementations() {
+		for _, c := range cases {
+			b.Run(k.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(int64(c.bytes))
+				for b.Loop() {
+					c.run(k)
+				}
+			})
+		}
+	}
+}
+
+// sweepGEMM compares every accelerated implementation's tiled matmul of
+// types with the generic one, on 1 and 3 threads and every scale
+// distribution (subtests type/dist/Nthreads, seeded by typ·seedMul +
+// threads): checkGEMMGrid over rows, cols(block size) and ns, with raw
+// weights misaligned by rows%misalign bytes. Types without a tiled kernel
+// on an implementation are left out there.
+func sweepGEMM(t *testing.T, types []gguf.Type, seedMul uint64, misalign int, rows []int, cols func(bl int) []int, ns []int) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		for _, threads := range []int{1, 3} {
+			p := newPool(threads, k)
+			defer p.Close()
+			for _, typ := range types {
+				if k.gemm[typ] == nil {
+					continue
+				}
+				for dist, mk := range scaleDists {
+					t.Run(fmt.Sprintf("%v/%s/%dthreads", typ, dist, threads), func(t *testing.T) {
+						r := newRand(uint64(typ)*seedMul + uint64(threads))
+						checkGEMMGrid(t, k, p, r, func(rows, cols int) Weight {
+							return rawBlocks(r, typ, rows, cols, rows%misalign, mk(r))
+						}, rows, cols(typ.BlockSize()), ns)
+					})
+				}
+			}
+		}
+	})
 }

@@ -214,7 +214,7 @@ func TestDequantizeRow(t *testing.T) {
 				DequantizeRow(got, w, row)
 				for j, v := range got {
 					want := deq[row*cols+j]
-					if !sameBits(v, want) {
+					if !sameFloat(v, want) {
 						t.Fatalf("row %d col %d: %v, want %v", row, j, v, want)
 					}
 				}

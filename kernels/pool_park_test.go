@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,15 +16,7 @@ func TestPoolStress(t *testing.T) {
 		p := NewPool(threads)
 		for round := range 300 {
 			n := r.IntN(20)
-			j := &countJob{hits: make([]atomic.Int32, n)}
-			p.mu.Lock()
-			p.run(j, n)
-			p.mu.Unlock()
-			for i := range j.hits {
-				if h := j.hits[i].Load(); h != 1 {
-					t.Fatalf("%d threads, round %d: task %d of %d ran %d times", threads, round, i, n, h)
-				}
-			}
+			wantEachTaskOnce(t, p, n, fmt.Sprintf("%d threads, round %d", threads, round))
 			if round%50 == 0 {
 				time.Sleep(2 * time.Millisecond) // helpers park
 			}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -14,19 +15,26 @@ type countJob struct{ hits []atomic.Int32 }
 
 func (c *countJob) run(_, task int) { c.hits[task].Add(1) }
 
+// wantEachTaskOnce runs n counted tasks on p and fails the test, naming
+// where, unless every one ran exactly once.
+func wantEachTaskOnce(t *testing.T, p *Pool, n int, where string) {
+	t.Helper()
+	j := &countJob{hits: make([]atomic.Int32, n)}
+	p.mu.Lock()
+	p.run(j, n)
+	p.mu.Unlock()
+	for i := range j.hits {
+		if h := j.hits[i].Load(); h != 1 {
+			t.Fatalf("%s: task %d of %d ran %d times", where, i, n, h)
+		}
+	}
+}
+
 func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 4} {
 		p := NewPool(threads)
 		for _, n := range []int{0, 1, 3, 1000} {
-			j := &countJob{hits: make([]atomic.Int32, n)}
-			p.mu.Lock()
-			p.run(j, n)
-			p.mu.Unlock()
-			for i := range j.hits {
-				if h := j.hits[i].Load(); h != 1 {
-					t.Fatalf("%d threads, %d tasks: task %d ran %d times", threads, n, i, h)
-				}
-			}
+			wantEachTaskOnce(t, p, n, fmt.Sprintf("%d threads, %d tasks", threads, n))
 		}
 		p.Close()
 		p.Close() // idempotent

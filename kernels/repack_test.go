@@ -142,7 +142,7 @@ func TestGoldenRepack(t *testing.T) {
 				p.MatMul(got, w, x, nt)
 				p.Close()
 				for i := range got {
-					if !sameBits(got[i], gemv[i]) || !sameBits(got[i], gemm[i]) {
+					if !sameFloat(got[i], gemv[i]) || !sameFloat(got[i], gemm[i]) {
 						t.Fatalf("%d×%d, %d tokens, %d threads: element %d = %v, llama.cpp gemv %v gemm %v",
 							rows, n, nt, threads, i, got[i], gemv[i], gemm[i])
 					}

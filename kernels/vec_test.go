@@ -110,24 +110,39 @@ type vecCase struct {
 	run  func(t *testing.T, k *impl, r *rand.Rand, n, off int, special bool)
 }
 
+// sameOut runs op on a copy of dst with the generic table, then on a
+// guarded copy at offset off with k, checks k wrote only its output and
+// matched the generic result bit for bit.
+func sameOut[T float32 | uint16](t *testing.T, k *impl, what string, dst []T, off int, op func(k *impl, d []T)) {
+	t.Helper()
+	want := append([]T(nil), dst...)
+	op(generic, want)
+	var nan T
+	switch p := any(&nan).(type) {
+	case *float32:
+		*p = nanF32
+	case *uint16:
+		*p = nanF16
+	}
+	got, ok := guarded(dst, off, nan)
+	op(k, got)
+	ok(t)
+	switch g := any(got).(type) {
+	case []float32:
+		checkSameF32(t, what, g, any(want).([]float32))
+	case []uint16:
+		checkSameF16(t, what, g, any(want).([]uint16))
+	}
+}
+
 var vecCases = []vecCase{
 	{"axpyF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x, a := specialVec(r, n, 1, sp), specialVec(r, n, 1, sp), float32(r.NormFloat64())
-		want := append([]float32(nil), dst...)
-		generic.axpyF32(want, a, x)
-		got, ok := guarded(dst, off, nanF32)
-		k.axpyF32(got, a, x)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF32(d, a, x) })
 	}},
 	{"axpyF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x, a := specialVec(r, n, 1, sp), halves(r, n, 1, sp), float32(r.NormFloat64())
-		want := append([]float32(nil), dst...)
-		generic.axpyF16(want, a, x)
-		got, ok := guarded(dst, off, nanF32)
-		k.axpyF16(got, a, x)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyF16(d, a, x) })
 	}},
 	{"axpyBF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
@@ -135,110 +150,56 @@ var vecCases = []vecCase{
 		for i, v := range specialVec(r, n, 1, sp) {
 			x[i] = F32ToBF16(v)
 		}
-		want := append([]float32(nil), dst...)
-		generic.axpyB16(want, a, x)
-		got, ok := guarded(dst, off, nanF32)
-		k.axpyB16(got, a, x)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { k.axpyB16(d, a, x) })
 	}},
 	{"madF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		acc, x, a := halves(r, n, 4, sp), halves(r, n, 1, sp), float32(r.NormFloat64())
-		want := append([]uint16(nil), acc...)
-		generic.madF16(want, a, x)
-		got, ok := guarded(acc, off, nanF16)
-		k.madF16(got, a, x)
-		ok(t)
-		checkSameF16(t, "acc", got, want)
+		sameOut(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.madF16(d, a, x) })
 	}},
 	{"scaleF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		acc, a := halves(r, n, 4, sp), float32(r.ExpFloat64())
-		want := append([]uint16(nil), acc...)
-		generic.scaleF16(want, a)
-		got, ok := guarded(acc, off, nanF16)
-		k.scaleF16(got, a)
-		ok(t)
-		checkSameF16(t, "acc", got, want)
+		sameOut(t, k, "acc", acc, off, func(k *impl, d []uint16) { k.scaleF16(d, a) })
 	}},
 	{"toF16", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 1e4, sp) // past the half range too
-		want := make([]uint16, n)
-		generic.toF16(want, x)
-		got, ok := guarded(make([]uint16, n), off, nanF16)
-		k.toF16(got, x)
-		ok(t)
-		checkSameF16(t, "dst", got, want)
+		sameOut(t, k, "dst", make([]uint16, n), off, func(k *impl, d []uint16) { k.toF16(d, x) })
 	}},
 	{"rope", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		half := n / 2
 		cos, sin := specialVec(r, half, 1, sp), specialVec(r, half, 1, sp)
 		for _, neox := range []bool{false, true} {
 			v := specialVec(r, 2*half, 3, sp)
-			want := append([]float32(nil), v...)
-			generic.rope(want, neox, cos, sin)
-			got, ok := guarded(v, off, nanF32)
-			k.rope(got, neox, cos, sin)
-			ok(t)
-			checkSameF32(t, fmt.Sprintf("neox=%v v", neox), got, want)
+			sameOut(t, k, fmt.Sprintf("neox=%v v", neox), v, off, func(k *impl, d []float32) { k.rope(d, neox, cos, sin) })
 		}
 	}},
 	{"scaleF32", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, a := specialVec(r, n, 1, sp), float32(r.NormFloat64())
-		want := append([]float32(nil), x...)
-		generic.scaleF32(want, a)
-		got, ok := guarded(x, off, nanF32)
-		k.scaleF32(got, a)
-		ok(t)
-		checkSameF32(t, "x", got, want)
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { k.scaleF32(d, a) })
 	}},
 	{"add", binaryCase(func(k *impl) func(d, x []float32) { return k.add })},
 	{"mul", binaryCase(func(k *impl) func(d, x []float32) { return k.mul })},
 	{"rmsNorm", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x, w := specialVec(r, n, 3, sp), specialVec(r, n, 1, false)
-		want := make([]float32, n)
-		generic.rmsNorm(want, x, w, 1e-5)
-		got, ok := guarded(make([]float32, n), off, nanF32)
-		k.rmsNorm(got, x, w, 1e-5)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.rmsNorm(d, x, w, 1e-5) })
 	}},
 	{"silu", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 4, sp)
-		want := make([]float32, n)
-		generic.silu(want, x)
-		got, ok := guarded(make([]float32, n), off, nanF32)
-		k.silu(got, x)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.silu(d, x) })
 	}},
 	{"swiGLU", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		g, u := specialVec(r, n, 4, sp), specialVec(r, n, 2, sp)
-		want := make([]float32, n)
-		generic.swiGLU(want, g, u)
-		got, ok := guarded(make([]float32, n), off, nanF32)
-		k.swiGLU(got, g, u)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.swiGLU(d, g, u) })
 	}},
 	{"softmax", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 8, sp && r.IntN(2) == 0)
-		want := append([]float32(nil), x...)
-		generic.softmax(want)
-		got, ok := guarded(x, off, nanF32)
-		k.softmax(got)
-		ok(t)
-		checkSameF32(t, "x", got, want)
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { k.softmax(d) })
 	}},
 	{"softmaxExp", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 30, sp)
 		mx := float32(r.NormFloat64() * 10)
-		want := append([]float32(nil), x...)
-		ws := generic.softmaxExp(want, mx)
-		got, ok := guarded(x, off, nanF32)
-		gs := k.softmaxExp(got, mx)
-		ok(t)
-		checkSameF32(t, "x", got, want)
-		if math.Float64bits(ws) != math.Float64bits(gs) && !(math.IsNaN(ws) && math.IsNaN(gs)) {
+		var sums []float64 // generic's, then k's
+		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { sums = append(sums, k.softmaxExp(d, mx)) })
+		if ws, gs := sums[0], sums[1]; math.Float64bits(ws) != math.Float64bits(gs) && !(math.IsNaN(ws) && math.IsNaN(gs)) {
 			t.Fatalf("sum %v, generic %v", gs, ws)
 		}
 	}},
@@ -260,24 +221,14 @@ var vecCases = []vecCase{
 	}},
 	{"reduceLanes", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		lanes := specialVec(r, 64*n+off, 1, sp)[off:]
-		want := make([]float32, n)
-		generic.reduceLanes(want, lanes)
-		got, ok := guarded(make([]float32, n), off, nanF32)
-		k.reduceLanes(got, lanes)
-		ok(t)
-		checkSameF32(t, "out", got, want)
+		sameOut(t, k, "out", make([]float32, n), off, func(k *impl, d []float32) { k.reduceLanes(d, lanes) })
 	}},
 }
 
 func binaryCase(op func(k *impl) func(d, x []float32)) func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 	return func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		dst, x := specialVec(r, n, 1, sp), specialVec(r, n, 1, sp)
-		want := append([]float32(nil), dst...)
-		op(generic)(want, x)
-		got, ok := guarded(dst, off, nanF32)
-		op(k)(got, x)
-		ok(t)
-		checkSameF32(t, "dst", got, want)
+		sameOut(t, k, "dst", dst, off, func(k *impl, d []float32) { op(k)(d, x) })
 	}
 }
 

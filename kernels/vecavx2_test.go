@@ -60,26 +60,12 @@ func BenchmarkVecOthers(b *testing.B) {
 	}
 	lanes := randVec(r, 64*64, 1)
 	out := make([]float32, 64)
-	cases := []struct {
-		name  string
-		bytes int
-		run   func(k *impl)
-	}{
+	benchEachImpl(b, []benchCase{
 		{"dotBF16", 6 * n, func(k *impl) { k.dotBF16(y, h) }},
 		{"axpyBF16", 10 * n, func(k *impl) { k.axpyB16(x, 0.5, h) }},
 		{"scaleF32", 8 * n, func(k *impl) { k.scaleF32(x, 1) }},
 		{"mul", 12 * n, func(k *impl) { k.mul(x, ones) }},
 		{"silu", 8 * n, func(k *impl) { k.silu(x, y) }},
 		{"reduceLanes", 4 * 64 * 64, func(k *impl) { k.reduceLanes(out, lanes) }},
-	}
-	for _, k := range implementations() {
-		for _, c := range cases {
-			b.Run(k.name+"/"+c.name, func(b *testing.B) {
-				b.SetBytes(int64(c.bytes))
-				for b.Loop() {
-					c.run(k)
-				}
-			})
-		}
-	}
+	})
 }

@@ -119,3 +119,22 @@ func wantErr(t testing.TB, err, want error) {
 		t.Fatalf("error %v, want %v", err, want)
 	}
 }
+
+// mustSwap runs SwapOut (in false) or SwapIn (in true) on group, checks the
+// invariants and that the copies it asked for are want, and returns them.
+func mustSwap(t *testing.T, m *Manager, in bool, group []int64, want []Swap) []Swap {
+	t.Helper()
+	swap, name := m.SwapOut, "SwapOut"
+	if in {
+		swap, name = m.SwapIn, "SwapIn"
+	}
+	got, err := swap(group, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, m)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s mapping %v, want %v", name, got, want)
+	}
+	return got
+}

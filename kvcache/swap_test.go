@@ -33,14 +33,7 @@ func TestSwapForkedGroup(t *testing.T) {
 	if !m.CanSwapOut(group) {
 		t.Fatal("CanSwapOut = false")
 	}
-	out, err := m.SwapOut(group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, m)
-	if want := []Swap{{0, 0}, {1, 1}, {2, 2}, {3, 3}}; !slices.Equal(out, want) {
-		t.Fatalf("SwapOut mapping %v, want %v", out, want)
-	}
+	mustSwap(t, m, false, group, []Swap{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
 	wantTable(t, m, 1, 0, 1, 2)
 	wantTable(t, m, 2, 0, 1, 3)
 	wantTable(t, m, 3, 0, 1, 2)
@@ -61,14 +54,7 @@ func TestSwapForkedGroup(t *testing.T) {
 	if !m.CanSwapIn(group) {
 		t.Fatal("CanSwapIn = false")
 	}
-	in, err := m.SwapIn(group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, m)
-	if want := []Swap{{0, 2}, {1, 3}, {2, 4}, {3, 5}}; !slices.Equal(in, want) {
-		t.Fatalf("SwapIn mapping %v, want %v", in, want)
-	}
+	mustSwap(t, m, true, group, []Swap{{0, 2}, {1, 3}, {2, 4}, {3, 5}})
 	wantTable(t, m, 1, 2, 3, 4)
 	wantTable(t, m, 2, 2, 3, 5)
 	wantTable(t, m, 3, 2, 3, 4)
@@ -109,14 +95,7 @@ func wantSwappedOutErrors(t *testing.T, m *Manager, group []int64) {
 func TestSwapPartialGroup(t *testing.T) {
 	m := newManager(t, Config{BlockSize: 4, NumBlocks: 8, NumHostBlocks: 4})
 	forkedGroup(t, m)
-	out, err := m.SwapOut([]int64{2}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, m)
-	if want := []Swap{{0, 0}, {1, 1}, {3, 2}}; !slices.Equal(out, want) {
-		t.Fatalf("SwapOut mapping %v, want %v", out, want)
-	}
+	mustSwap(t, m, false, []int64{2}, []Swap{{0, 0}, {1, 1}, {3, 2}})
 	if got := refs(m.device, 0, 1, 2, 3); !slices.Equal(got, []int32{2, 2, 2, 0}) {
 		t.Fatalf("device refs %v, want [2 2 2 0]", got)
 	}
@@ -136,24 +115,10 @@ func TestSwapInReusesCachedBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	group := []int64{1, 2}
-	out, err := m.SwapOut(group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, m)
-	if want := []Swap{{0, 0}, {1, 1}, {2, 2}}; !slices.Equal(out, want) {
-		t.Fatalf("SwapOut mapping %v, want %v", out, want)
-	}
+	mustSwap(t, m, false, group, []Swap{{0, 0}, {1, 1}, {2, 2}})
 	wantFreeList(t, m.device, 2, 3, 4, 5, 6, 7, 1, 0)
 
-	in, err := m.SwapIn(group, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, m)
-	if want := []Swap{{2, 2}}; !slices.Equal(in, want) {
-		t.Fatalf("SwapIn mapping %v, want only the partial block %v", in, want)
-	}
+	in := mustSwap(t, m, true, group, []Swap{{2, 2}})
 	wantTable(t, m, 1, 0, 1, 2)
 	wantTable(t, m, 2, 0, 1, 2)
 
@@ -164,7 +129,7 @@ func TestSwapInReusesCachedBlocks(t *testing.T) {
 	}
 	mustAllocate(t, m, 3, seq(100, 32), 0)
 	mustFree(t, m, 3)
-	in, err = m.SwapIn(group, in[:0])
+	in, err := m.SwapIn(group, in[:0])
 	if err != nil {
 		t.Fatal(err)
 	}

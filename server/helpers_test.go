@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"pagoda/engine"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
@@ -281,4 +283,18 @@ func metricValue(t testing.TB, ts *testServer, series string) float64 {
 	}
 	t.Fatalf("no series %s in /metrics", series)
 	return 0
+}
+
+// metricFamilies gathers the server's registry, keyed by metric name.
+func (ts *testServer) metricFamilies(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := ts.s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	return byName
 }

@@ -55,14 +55,7 @@ func TestMetricsValues(t *testing.T) {
 		promptLen = resp.Usage.PromptTokens
 	}
 	st := settle(t, ts) // one more request of 1 token, straight to the engine
-	fams, err := ts.s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*dto.MetricFamily{}
-	for _, f := range fams {
-		byName[f.GetName()] = f
-	}
+	byName := ts.metricFamilies(t)
 	for name, typ := range vllmMetrics {
 		f := byName[name]
 		if f == nil || f.GetType() != typ || !hasLabel(f, "model_name", "stories260K") {

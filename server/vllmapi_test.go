@@ -127,14 +127,7 @@ func TestRequestPhaseMetrics(t *testing.T) {
 	resp := do(t, context.Background(), "POST", ts.url+"/v1/completions",
 		map[string]any{"prompt": onceUpon, "max_tokens": 5, "n": 2, "ignore_eos": true}, "X-Request-Id", "ex-1")
 	resp.Body.Close()
-	fams, err := ts.s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*dto.MetricFamily{}
-	for _, f := range fams {
-		byName[f.GetName()] = f
-	}
+	byName := ts.metricFamilies(t)
 	for name, want := range map[string][]float64{
 		"vllm:request_prefill_time_seconds":   latencyBuckets,
 		"vllm:request_decode_time_seconds":    latencyBuckets,

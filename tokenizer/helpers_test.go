@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,43 +39,37 @@ func cached(t testing.TB, key string, load func() *Tokenizer) *Tokenizer {
 	return tk
 }
 
+// cachedGGUF builds the tokenizer of the GGUF at path() once per test
+// binary, under key.
+func cachedGGUF(t testing.TB, key string, path func() string) *Tokenizer {
+	t.Helper()
+	return cached(t, key, func() *Tokenizer {
+		p := path()
+		tk, err := loadGGUF(t, p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		return tk
+	})
+}
+
 // vocabTokenizer loads llama.cpp's vocabulary ggml-vocab-NAME.gguf from the model cache
 // (`make vocab` installs it).
 func vocabTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
-	return cached(t, "vocab:"+name, func() *Tokenizer {
-		path := testmodel.Vocab(t, name)
-		tk, err := loadGGUF(t, path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		return tk
-	})
+	return cachedGGUF(t, "vocab:"+name, func() string { return testmodel.Vocab(t, name) })
 }
 
 // smolTokenizer loads the default model's tokenizer from the model cache.
 func smolTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
-	return cached(t, "smol", func() *Tokenizer {
-		path := testmodel.Default(t)
-		tk, err := loadGGUF(t, path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		return tk
-	})
+	return cachedGGUF(t, "smol", func() string { return testmodel.Default(t) })
 }
 
 // storiesTokenizer loads stories260K's SPM vocabulary.
 func storiesTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
-	return cached(t, "stories", func() *Tokenizer {
-		tk, err := loadGGUF(t, testmodel.Stories(t))
-		if err != nil {
-			t.Fatalf("stories260K: %v", err)
-		}
-		return tk
-	})
+	return cachedGGUF(t, "stories", func() string { return testmodel.Stories(t) })
 }
 
 // vocabVector is one llama.cpp tokenizer test: an input and its ids (no BOS).
@@ -119,4 +114,16 @@ func readVocabVectors(t testing.TB, name string) []vocabVector {
 		}
 	}
 	return vs
+}
+
+// wantRoundTrip checks that ids is want and that decoding it gives text
+// back: the check of every tokenizer vector file.
+func wantRoundTrip(t *testing.T, tk *Tokenizer, text string, ids, want []int32) {
+	t.Helper()
+	if !slices.Equal(ids, want) {
+		t.Fatalf("Encode(%q)\n got %v\nwant %v", text, ids, want)
+	}
+	if back := tk.Decode(ids); back != text {
+		t.Errorf("Decode(Encode(%q)) = %q", text, back)
+	}
 }

@@ -18,13 +18,7 @@ func TestGGMLVocabVectors(t *testing.T) {
 			tk := vocabTokenizer(t, name)
 			for i, v := range readVocabVectors(t, name) {
 				t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
-					got := tk.Encode(v.input, false, false)
-					if !slices.Equal(got, v.want) {
-						t.Fatalf("Encode(%q)\n got %v\nwant %v", v.input, got, v.want)
-					}
-					if back := tk.Decode(got); back != v.input {
-						t.Errorf("Decode(Encode(%q)) = %q", v.input, back)
-					}
+					wantRoundTrip(t, tk, v.input, tk.Encode(v.input, false, false), v.want)
 				})
 			}
 		})

@@ -19,18 +19,18 @@ import (
 // benchServeFlags are `pagoda bench serve`'s flags, spelled as `vllm bench
 // serve`'s.
 type benchServeFlags struct {
-	baseURL, host, endpoint, model, apiKey string
-	port                                   int
-	dataset, datasetPath                   string
-	inputLen, outputLen, numPrompts        int
-	rangeRatio                             float64
-	seed                                   uint64
-	requestRate                            string
-	maxConcurrency                         int
-	ignoreEOS, disableTqdm                 bool
-	percentileMetrics, metricPercentiles   string
-	saveResult, saveDetailed               bool
-	resultDir, resultFile                  string
+	targetFlags
+	endpoint                             string
+	dataset, datasetPath                 string
+	inputLen, outputLen, numPrompts      int
+	rangeRatio                           float64
+	seed                                 uint64
+	requestRate                          string
+	maxConcurrency                       int
+	ignoreEOS, disableTqdm               bool
+	percentileMetrics, metricPercentiles string
+	saveResult, saveDetailed             bool
+	resultDir, resultFile                string
 }
 
 // runBenchServe implements `pagoda bench serve`, like `vllm bench serve`:
@@ -41,12 +41,8 @@ type benchServeFlags struct {
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench serve", stderr)
 	var f benchServeFlags
-	fs.StringVar(&f.baseURL, "base-url", "", "server URL (default http://HOST:PORT)")
-	fs.StringVar(&f.host, "host", "127.0.0.1", "server host, when --base-url is not given")
-	fs.IntVar(&f.port, "port", 8000, "server port, when --base-url is not given")
+	f.register(fs)
 	fs.StringVar(&f.endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")
-	fs.StringVar(&f.model, "model", "", "model name to request (default: the first of GET /v1/models)")
-	fs.StringVar(&f.apiKey, "api-key", os.Getenv("OPENAI_API_KEY"), "bearer key (default $OPENAI_API_KEY)")
 	fs.StringVar(&f.dataset, "dataset-name", "random", "random, or jsonl (--dataset-path lines {\"prompt\": ..., \"output_len\": N})")
 	fs.StringVar(&f.datasetPath, "dataset-path", "", "JSONL file of prompts (--dataset-name jsonl)")
 	fs.IntVar(&f.inputLen, "random-input-len", 1024, "prompt tokens (random dataset)")
@@ -133,9 +129,7 @@ func benchServe(f benchServeFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.baseURL == "" {
-		f.baseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
-	}
+	f.resolveBaseURL()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if f.model == "" {

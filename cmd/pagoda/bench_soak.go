@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 
 // benchSoakFlags are `pagoda bench soak`'s flags.
 type benchSoakFlags struct {
-	baseURL, host, model, apiKey, endpoints string
-	port, numRequests, maxConcurrency       int
+	targetFlags
+	endpoints                               string
+	numRequests, maxConcurrency             int
 	maxTokens, maxPromptWords               int
 	hangupRate, malformedRate, maxRSSGrowth float64
 	seed                                    uint64
@@ -34,11 +34,7 @@ type benchSoakFlags struct {
 func runBenchSoak(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench soak", stderr)
 	var f benchSoakFlags
-	fs.StringVar(&f.baseURL, "base-url", "", "server URL (default http://HOST:PORT)")
-	fs.StringVar(&f.host, "host", "127.0.0.1", "server host, when --base-url is not given")
-	fs.IntVar(&f.port, "port", 8000, "server port, when --base-url is not given")
-	fs.StringVar(&f.model, "model", "", "model name to request (default: the first of GET /v1/models)")
-	fs.StringVar(&f.apiKey, "api-key", os.Getenv("OPENAI_API_KEY"), "bearer key (default $OPENAI_API_KEY)")
+	f.register(fs)
 	fs.StringVar(&f.endpoints, "endpoints", "completions,chat", "endpoints to mix: completions, chat, or both")
 	fs.IntVar(&f.numRequests, "num-requests", 1000, "requests to send (N)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 16, "requests in flight (C)")
@@ -91,9 +87,7 @@ func runBenchSoak(args []string, stdout, stderr io.Writer) error {
 
 // config checks the flags and builds the soak's configuration.
 func (f *benchSoakFlags) config(stderr io.Writer) (bench.SoakConfig, error) {
-	if f.baseURL == "" {
-		f.baseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
-	}
+	f.resolveBaseURL()
 	var eps []string
 	for _, e := range strings.Split(f.endpoints, ",") {
 		switch strings.TrimSpace(e) {

@@ -191,10 +191,7 @@ func (g *gemm32) loadWeights() {
 		for i := 1; i < 4; i++ {
 			VINSERTI32X4(U8(i), g.wmem(i, g.bt.qs), q, q)
 		}
-		mask := constU32("nib0F", 0x0F0F0F0F)
-		VPSRLW(U8(4), q, g.hi)
-		VPANDD_BCST(mask, q, g.lo)
-		VPANDD_BCST(mask, g.hi, g.hi)
+		g.splitNibbles(q)
 	} else {
 		for h, z := range []reg.VecVirtual{g.lo, g.hi} {
 			VMOVDQU(g.wmem(0, g.bt.qs+16*h), z.AsX())
@@ -217,10 +214,7 @@ func (g *gemm32) loadPacked() {
 	if g.bt.nib {
 		q := ZMM()
 		VMOVDQU64(g.wmem(0, hdr), q)
-		mask := constU32("nib0F", 0x0F0F0F0F)
-		VPSRLW(U8(4), q, g.hi)
-		VPANDD_BCST(mask, q, g.lo)
-		VPANDD_BCST(mask, g.hi, g.hi)
+		g.splitNibbles(q)
 	} else {
 		for h, z := range []reg.VecVirtual{g.lo, g.hi} {
 			VMOVDQU64(g.wmem(0, hdr+64*h), z)

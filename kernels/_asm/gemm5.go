@@ -111,10 +111,7 @@ func (g *gemm5) loadWeights() {
 	for i := 1; i < 4; i++ {
 		VINSERTI32X4(U8(i), g.wmem(i, g.bt.qs), q, q)
 	}
-	mask := constU32("nib0F", 0x0F0F0F0F)
-	VPSRLW(U8(4), q, g.hi)
-	VPANDD_BCST(mask, q, g.lo)
-	VPANDD_BCST(mask, g.hi, g.hi)
+	g.splitNibbles(q)
 	// Fifth bits: x = [qh0 qh1 qh2 qh3]; shuffled to the low halves of
 	// the four words in the low qword, the high halves in the high qword.
 	x := XMM()

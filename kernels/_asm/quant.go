@@ -76,13 +76,8 @@ func genQuantQ8(name string, withSum bool) {
 	RET()
 }
 
-// hmaxAbs returns max(|a|, |b|) over all 32 lanes in lane 0 of an XMM.
-func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
-	mask := constU32("absMask", 0x7fffffff)
-	m, t := ZMM(), ZMM()
-	VANDPS_BCST(mask, a, m)
-	VANDPS_BCST(mask, b, t)
-	VMAXPS(t, m, m)
+// hmax folds the 16 lanes of m to their maximum, in lane 0 of the result.
+func hmax(m reg.VecVirtual) reg.VecVirtual {
 	y := YMM()
 	VEXTRACTF32X8(U8(1), m, y)
 	VMAXPS(y, m.AsY(), y)
@@ -95,6 +90,16 @@ func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
 	VPERMILPS(U8(0xb1), x, u)
 	VMAXPS(u, x, x)
 	return x
+}
+
+// hmaxAbs returns max(|a|, |b|) over all 32 lanes in lane 0 of an XMM.
+func hmaxAbs(a, b reg.VecVirtual) reg.VecVirtual {
+	mask := constU32("absMask", 0x7fffffff)
+	m, t := ZMM(), ZMM()
+	VANDPS_BCST(mask, a, m)
+	VANDPS_BCST(mask, b, t)
+	VMAXPS(t, m, m)
+	return hmax(m)
 }
 
 // sumScale stores f16(d·Σq) at s, q the int32 quants of qa and qb.
@@ -147,10 +152,18 @@ func genRecords32() {
 	vpdpbusd(q, ones, c) // Σ of each 4 quants
 	VPMULLD(nbias.AsY(), c, c)
 	VMOVDQU(c, Mem{Base: rec, Disp: recCorr})
+	recordScales(name, zero, qs, d, s, rec, n)
+}
+
+// recordScales ends a records loop (gemm32 records): it stores the
+// block's d and s (0 when s is nil) in the record at rec, advances qs, d,
+// s and rec by one block and loops to name_block until n reaches 0. clear
+// zeroes an XMM register in the caller's instruction set.
+func recordScales(name string, clear func(reg.Register), qs, d, s, rec, n reg.GPVirtual) {
 	x := XMM()
 	VMOVSS(Mem{Base: d}, x)
 	VMOVSS(x, Mem{Base: rec, Disp: recD})
-	zero(x)
+	clear(x)
 	TESTQ(s, s)
 	JZ(LabelRef(name + "_nos"))
 	VMOVSS(Mem{Base: s}, x)
@@ -227,18 +240,7 @@ func q8kMax(xs reg.GPVirtual) reg.VecVirtual {
 		VANDPS_BCST(mask, t, t)
 		VMAXPS(t, m, m)
 	}
-	y := YMM()
-	VEXTRACTF32X8(U8(1), m, y)
-	VMAXPS(y, m.AsY(), y)
-	x := XMM()
-	VEXTRACTF32X4(U8(1), y, x)
-	VMAXPS(x, y.AsX(), x)
-	u := XMM()
-	VPERMILPS(U8(0x4e), x, u)
-	VMAXPS(u, x, x)
-	VPERMILPS(U8(0xb1), x, u)
-	VMAXPS(u, x, x)
-	return x
+	return hmax(m)
 }
 
 // q8kFirst returns the first of the 256 values at xs whose magnitude is

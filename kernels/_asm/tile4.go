@@ -147,3 +147,12 @@ func (g *tile4) store(r reg.GPVirtual) {
 		VMOVUPS(t.AsX(), k, dst.at(a, 0))
 	}
 }
+
+// splitNibbles sets lo to the low nibble of each byte of q and hi to the
+// high nibble.
+func (g *tile4) splitNibbles(q reg.VecVirtual) {
+	mask := constU32("nib0F", 0x0F0F0F0F)
+	VPSRLW(U8(4), q, g.hi)
+	VPANDD_BCST(mask, q, g.lo)
+	VPANDD_BCST(mask, g.hi, g.hi)
+}
