@@ -4,14 +4,14 @@ package dist
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"pagoda/internal/mpitest"
 )
 
 // The MPI tests run in two processes started by mpirun: TestMPI launches
@@ -23,29 +23,10 @@ import (
 const helperEnv = "PAGODA_DIST_HELPER"
 
 // mpirun runs scenario on np ranks and returns mpirun's combined output
-// and error. mpirun missing is a failure, not a skip.
+// and error.
 func mpirun(t *testing.T, np int, scenario string, limit time.Duration, extra ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Fatalf("mpirun not found (%v): install Open MPI with `make mpi-deps` (part of `make deps`; Debian packages libopenmpi-dev and openmpi-bin)", err)
-	}
-	args := []string{"-np", fmt.Sprint(np), "--oversubscribe"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--allow-run-as-root")
-	}
-	args = append(append(args, extra...), "-x", helperEnv, os.Args[0], "-test.run", "^TestMPIHelperProcess$", "-test.v", "-test.count=1")
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(os.Environ(), helperEnv+"="+scenario)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s: mpirun still running after %v (a rank hangs):\n%s", scenario, limit, out.String())
-	}
-	return out.String(), err
+	return mpitest.Run(t, np, "TestMPIHelperProcess", helperEnv, scenario, limit, extra...)
 }
 
 func TestMPI(t *testing.T) {

@@ -3,18 +3,17 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"pagoda/dist"
+	"pagoda/internal/mpitest"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
@@ -35,27 +34,7 @@ const tpLogprobBound = 1e-4
 
 func mpirunTP(t *testing.T, scenario string, extra ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Fatalf("mpirun not found (%v): install Open MPI with `make mpi-deps`", err)
-	}
-	args := []string{"-np", "2", "--oversubscribe"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--allow-run-as-root")
-	}
-	args = append(append(args, extra...), "-x", tpHelperEnv, os.Args[0], "-test.run", "^TestTensorParallelHelperProcess$", "-test.v", "-test.count=1")
-	limit := 4 * time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(os.Environ(), tpHelperEnv+"="+scenario)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s: mpirun still running after %v (a rank hangs):\n%s", scenario, limit, out.String())
-	}
-	return out.String(), err
+	return mpitest.Run(t, 2, "TestTensorParallelHelperProcess", tpHelperEnv, scenario, 4*time.Minute, extra...)
 }
 
 func TestTensorParallelMPI(t *testing.T) {

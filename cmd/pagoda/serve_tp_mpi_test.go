@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"pagoda/internal/mpitest"
 	"pagoda/internal/testmodel"
 )
 
@@ -27,10 +27,6 @@ import (
 // sends SIGTERM to rank 0: both ranks must exit cleanly (rank 0 drains,
 // then ends rank 1 with the shutdown message).
 func TestServeTensorParallel(t *testing.T) {
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Fatalf("mpirun not found (%v): install Open MPI with `make mpi-deps`", err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,16 +34,12 @@ func TestServeTensorParallel(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	pidFile := filepath.Join(t.TempDir(), "rank0.pid")
-	args := []string{"-np", "2", "--oversubscribe"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--allow-run-as-root")
-	}
-	args = append(args, "-x", "PAGODA_TP_SERVE", "-x", "PAGODA_TP_PID", os.Args[0], "-test.run", "^TestServeTPHelperProcess$", "-test.count=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, args...)
-	cmd.Env = append(os.Environ(), "PAGODA_TP_SERVE="+strings.Join([]string{"serve", testmodel.Stories(t), "--tensor-parallel-size", "2",
-		"--port", strconv.Itoa(port), "--threads", "1", "--max-model-len", "256", "--kv-cache-dtype", "f32"}, "\x1f"), "PAGODA_TP_PID="+pidFile)
+	cmd := mpitest.Command(ctx, t, 2, "TestServeTPHelperProcess", "PAGODA_TP_SERVE",
+		strings.Join([]string{"serve", testmodel.Stories(t), "--tensor-parallel-size", "2", "--port", strconv.Itoa(port),
+			"--threads", "1", "--max-model-len", "256", "--kv-cache-dtype", "f32"}, "\x1f"), "-x", "PAGODA_TP_PID")
+	cmd.Env = append(cmd.Env, "PAGODA_TP_PID="+pidFile)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
