@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -155,6 +156,16 @@ func (w *Writer) WriteFile(path string) (err error) {
 		os.Remove(path)
 	}
 	return err
+}
+
+// File encodes the file in memory and parses it back: the *File a reader of
+// the written file would open (a model built in memory, as tests build them).
+func (w *Writer) File() (*File, error) {
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return Parse(buf.Bytes())
 }
 
 // encoder writes little-endian values, counting bytes and keeping the first

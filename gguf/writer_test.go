@@ -53,6 +53,9 @@ func TestWriterRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if inMemory, err := w.File(); err != nil || !bytes.Equal(inMemory.data, f.data) {
+		t.Errorf("File: %v, or its bytes differ from WriteTo's", err)
+	}
 	if f.Version != 3 || len(f.KV) != len(allValues) {
 		t.Fatalf("version %d, %d KVs", f.Version, len(f.KV))
 	}
@@ -135,6 +138,9 @@ func TestWriterErrors(t *testing.T) {
 			w.AddKV("ok", uint32(1))
 			if _, err := w.WriteTo(&bytes.Buffer{}); !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), c.key) {
 				t.Errorf("WriteTo: %v, want ErrBadValue naming %q", err, c.key)
+			}
+			if f, err := w.File(); f != nil || !errors.Is(err, ErrBadValue) {
+				t.Errorf("File: %v, %v; want nil, ErrBadValue", f, err)
 			}
 		})
 	}

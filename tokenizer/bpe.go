@@ -69,18 +69,14 @@ func (s *bpeSession) encodeWord(word string, out []int32) []int32 {
 		if l.start == l.end || r.start == r.end || l.next != b.right || l.id != b.lid || r.id != b.rid {
 			continue // stale: one side was merged since this candidate was queued
 		}
-		l.end, l.id = r.end, b.id
-		r.start = r.end
-		l.next = r.next
-		if r.next >= 0 {
-			s.syms[r.next].prev = b.left
-		}
-		s.tryAdd(l.prev, b.left)
-		s.tryAdd(b.left, l.next)
+		l.id = b.id
+		prev, next := join(s.syms, b.left, b.right)
+		s.tryAdd(prev, b.left)
+		s.tryAdd(b.left, next)
 	}
-	for i := 0; i >= 0 && len(s.syms) > 0; i = s.syms[i].next {
-		if id := s.syms[i].id; id != NoToken {
-			out = append(out, id)
+	for sym := range linked(s.syms) {
+		if sym.id != NoToken {
+			out = append(out, sym.id)
 		}
 	}
 	return out

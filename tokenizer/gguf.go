@@ -80,10 +80,7 @@ func readOptional(f *gguf.File, c *Config) error {
 			if !isInt {
 				return vocabErr(keyScores, "not an array of float32 or int32")
 			}
-			c.Scores = make([]float32, len(ints))
-			for i, v := range ints {
-				c.Scores[i] = float32(v)
-			}
+			c.Scores = convert[float32](ints)
 		}
 	}
 	if _, present := f.Value(keyTokenType); present {
@@ -91,14 +88,20 @@ func readOptional(f *gguf.File, c *Config) error {
 		if !isInt {
 			return vocabErr(keyTokenType, "not an array of int32")
 		}
-		c.Types = make([]TokenType, len(types))
-		for i, v := range types {
-			c.Types[i] = TokenType(v)
-		}
+		c.Types = convert[TokenType](types)
 	}
 	c.Name, _ = f.String(keyName)
 	c.ChatTemplate, _ = f.String(keyChatTemplate)
 	return nil
+}
+
+// convert returns xs converted element by element.
+func convert[To ~float32 | ~int32](xs []int32) []To {
+	out := make([]To, len(xs))
+	for i, x := range xs {
+		out[i] = To(x)
+	}
+	return out
 }
 
 // readSpecialIDs overrides the default special ids with the file's. An id of -1 or

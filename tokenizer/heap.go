@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"iter"
+	"unicode/utf8"
+)
 
 // minHeap is a binary heap ordered by less (the least element on top). It backs the merge
 // queues of both BPE variants, which makes merging O(n log n) in the word length instead of
@@ -67,6 +70,32 @@ func newSymbols(s string, dst []symbol) []symbol {
 		dst[len(dst)-1].next = -1
 	}
 	return dst
+}
+
+// join merges symbol right into its left neighbour left (the caller has
+// checked they are adjacent and both live) and unlinks right, which becomes
+// empty; it returns the merged symbol's new neighbours (-1 at either end).
+func join(syms []symbol, left, right int) (prev, next int) {
+	l, r := &syms[left], &syms[right]
+	l.end = r.end
+	r.start = r.end
+	l.next = r.next
+	if r.next >= 0 {
+		syms[r.next].prev = left
+	}
+	return l.prev, l.next
+}
+
+// linked yields the symbols still linked from the first one, in order: what
+// is left after merging.
+func linked(syms []symbol) iter.Seq[symbol] {
+	return func(yield func(symbol) bool) {
+		for i := 0; i >= 0 && len(syms) > 0; i = syms[i].next {
+			if !yield(syms[i]) {
+				return
+			}
+		}
+	}
 }
 
 // utf8Len is the length of the valid UTF-8 character at s[i], or 1 for an invalid byte.

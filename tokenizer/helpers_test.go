@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,18 @@ import (
 	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 )
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
 
 // loadGGUF opens a GGUF and builds its tokenizer.
 func loadGGUF(t testing.TB, path string) (*Tokenizer, error) {

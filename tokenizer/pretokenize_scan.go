@@ -10,40 +10,52 @@ import "unicode"
 type gpt2Scanner struct{}
 
 func (gpt2Scanner) split(t *decodedText, lo, hi int, ends []int) []int {
+	return scan(t, lo, hi, false, ends, func(pos int, ends []int) ([]int, int) {
+		end := gpt2Piece(t, pos, lo, hi)
+		return append(ends, end), end
+	})
+}
+
+// scan cuts [lo, hi) into pieces: a contraction at pos (matched case-insensitively when
+// fold) is one piece; otherwise piece appends the ends of the pieces that start at pos and
+// returns where the next one starts.
+func scan(t *decodedText, lo, hi int, fold bool, ends []int, piece func(pos int, ends []int) ([]int, int)) []int {
 	for pos := lo; pos < hi; {
-		if n := contraction(t, pos, lo, hi, false); n > 0 {
+		if n := contraction(t, pos, lo, hi, fold); n > 0 {
 			pos += n
 			ends = append(ends, pos)
 			continue
 		}
-		c := t.cps[pos]
-		f := t.class(pos, lo, hi)
-		start := pos
-		if c == ' ' {
-			f = t.class(pos+1, lo, hi)
-			start = pos + 1
-		}
-		var want cpClass
-		switch {
-		case f&classLetter != 0:
-			want = classLetter
-		case f&classNumber != 0:
-			want = classNumber
-		case f != 0 && f&classSpace == 0:
-			want = classOther // [^\s\p{L}\p{N}]
-		}
-		if want != 0 {
-			pos = start
-			for pos < hi && sameRun(t.class(pos, lo, hi), want) {
-				pos++
-			}
-			ends = append(ends, pos)
-			continue
-		}
-		pos = whitespaceRun(t, pos, lo, hi)
-		ends = append(ends, pos)
+		ends, pos = piece(pos, ends)
 	}
 	return ends
+}
+
+// gpt2Piece returns the end of the GPT-2 piece at pos (not a contraction):
+// ` ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+`, else a whitespace run.
+func gpt2Piece(t *decodedText, pos, lo, hi int) int {
+	f := t.class(pos, lo, hi)
+	start := pos
+	if t.cps[pos] == ' ' {
+		f = t.class(pos+1, lo, hi)
+		start = pos + 1
+	}
+	var want cpClass
+	switch {
+	case f&classLetter != 0:
+		want = classLetter
+	case f&classNumber != 0:
+		want = classNumber
+	case f != 0 && f&classSpace == 0:
+		want = classOther // [^\s\p{L}\p{N}]
+	default:
+		return whitespaceRun(t, pos, lo, hi)
+	}
+	pos = start
+	for pos < hi && sameRun(t.class(pos, lo, hi), want) {
+		pos++
+	}
+	return pos
 }
 
 // sameRun reports whether class f continues a run of want (letters, numbers, or "other":
@@ -108,41 +120,39 @@ func contraction(t *decodedText, pos, lo, hi int, fold bool) int {
 type llama3Scanner struct{ digitRun int }
 
 func (s llama3Scanner) split(t *decodedText, lo, hi int, ends []int) []int {
-	for pos := lo; pos < hi; {
-		if n := contraction(t, pos, lo, hi, true); n > 0 {
-			pos += n
-			ends = append(ends, pos)
-			continue
+	return scan(t, lo, hi, true, ends, func(pos int, ends []int) ([]int, int) {
+		return s.piece(t, pos, lo, hi, ends)
+	})
+}
+
+// piece appends the end(s) of the Llama-3 piece at pos (not a contraction) and returns
+// where the next one starts: a digit run may make several pieces.
+func (s llama3Scanner) piece(t *decodedText, pos, lo, hi int, ends []int) ([]int, int) {
+	c := t.cps[pos]
+	f := t.class(pos, lo, hi)
+	switch {
+	case c != '\r' && c != '\n' && f&classNumber == 0 &&
+		(f&classLetter != 0 || t.class(pos+1, lo, hi)&classLetter != 0):
+		pos++ // the optional leading non-letter, or the first letter
+		for t.class(pos, lo, hi)&classLetter != 0 {
+			pos++
 		}
-		c := t.cps[pos]
-		f := t.class(pos, lo, hi)
-		switch {
-		case c != '\r' && c != '\n' && f&classNumber == 0 &&
-			(f&classLetter != 0 || t.class(pos+1, lo, hi)&classLetter != 0):
-			pos++ // the optional leading non-letter, or the first letter
-			for t.class(pos, lo, hi)&classLetter != 0 {
-				pos++
-			}
-			ends = append(ends, pos)
-		case f&classNumber != 0:
-			ends, pos = s.digits(t, pos, lo, hi, ends)
-		case isPunctStart(t, pos, lo, hi):
-			if c == ' ' {
-				pos++
-			}
-			for sameRun(t.class(pos, lo, hi), classOther) {
-				pos++
-			}
-			for r := t.cp(pos, lo, hi); r == '\r' || r == '\n'; r = t.cp(pos, lo, hi) {
-				pos++
-			}
-			ends = append(ends, pos)
-		default:
-			pos = newlineOrWhitespaceRun(t, pos, lo, hi)
-			ends = append(ends, pos)
+	case f&classNumber != 0:
+		return s.digits(t, pos, lo, hi, ends)
+	case isPunctStart(t, pos, lo, hi):
+		if c == ' ' {
+			pos++
 		}
+		for sameRun(t.class(pos, lo, hi), classOther) {
+			pos++
+		}
+		for r := t.cp(pos, lo, hi); r == '\r' || r == '\n'; r = t.cp(pos, lo, hi) {
+			pos++
+		}
+	default:
+		pos = newlineOrWhitespaceRun(t, pos, lo, hi)
 	}
-	return ends
+	return append(ends, pos), pos
 }
 
 // digits emits \p{N}{1,digitRun} pieces for the number run at pos.

@@ -1,9 +1,7 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"testing"
 )
@@ -28,19 +26,13 @@ func pieces(t testing.TB, pre, text string) []string {
 // TestPreTokenizeMatchesRegex checks every pipeline against the original patterns run by
 // Python's regex module (testdata/gen_pretokenize_vectors.py).
 func TestPreTokenizeMatchesRegex(t *testing.T) {
-	raw, err := os.ReadFile("testdata/pretokenize.vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vs struct {
 		Pipelines map[string][]struct {
 			Text   string   `json:"text"`
 			Pieces []string `json:"pieces"`
 		} `json:"pipelines"`
 	}
-	if err := json.Unmarshal(raw, &vs); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "testdata/pretokenize.vectors.json", &vs)
 	if len(vs.Pipelines) < 8 {
 		t.Fatalf("only %d pipelines", len(vs.Pipelines))
 	}

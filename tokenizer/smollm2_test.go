@@ -1,9 +1,7 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 
 	"pagoda/internal/testmodel"
@@ -12,19 +10,13 @@ import (
 // TestSmolLM2Vectors checks pagoda against ids that Hugging Face's tokenizers library computed
 // (testdata/gen_smollm2_vectors.py) for the default model.
 func TestSmolLM2Vectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/smollm2.vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vs struct {
 		Cases []struct {
 			Text string  `json:"text"`
 			IDs  []int32 `json:"ids"`
 		} `json:"cases"`
 	}
-	if err := json.Unmarshal(raw, &vs); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "testdata/smollm2.vectors.json", &vs)
 	if len(vs.Cases) < 40 {
 		t.Fatalf("only %d cases", len(vs.Cases))
 	}
@@ -40,18 +32,12 @@ func TestSmolLM2Vectors(t *testing.T) {
 // tokenizer.json and config.json.
 func TestSmolLM2Metadata(t *testing.T) {
 	tk := smolTokenizer(t)
-	raw, err := os.ReadFile(testmodel.SmolTokenizerJSON(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var hf struct {
 		Model struct {
 			Vocab map[string]int32 `json:"vocab"`
 		} `json:"model"`
 	}
-	if err := json.Unmarshal(raw, &hf); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, testmodel.SmolTokenizerJSON(t), &hf)
 	if tk.VocabSize() != 49152 || len(hf.Model.Vocab) != tk.VocabSize() {
 		t.Fatalf("vocab size %d, tokenizer.json has %d", tk.VocabSize(), len(hf.Model.Vocab))
 	}

@@ -46,17 +46,12 @@ func (t *Tokenizer) spmEncode(fragment string, prefixSpace bool, out []int32) []
 		if l.start == l.end || r.start == r.end || l.next != b.right || (l.end-l.start)+(r.end-r.start) != b.size {
 			continue // stale: one side was merged since this candidate was queued
 		}
-		l.end = r.end
-		r.start = r.end
-		l.next = r.next
-		if r.next >= 0 {
-			s.syms[r.next].prev = b.left
-		}
-		s.tryAdd(l.prev, b.left)
-		s.tryAdd(b.left, l.next)
+		prev, next := join(s.syms, b.left, b.right)
+		s.tryAdd(prev, b.left)
+		s.tryAdd(b.left, next)
 	}
-	for i := 0; i >= 0 && len(s.syms) > 0; i = s.syms[i].next {
-		out = s.emit(s.syms[i], out)
+	for sym := range linked(s.syms) {
+		out = s.emit(sym, out)
 	}
 	return out
 }

@@ -1,9 +1,7 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -28,19 +26,13 @@ func TestGGMLVocabVectors(t *testing.T) {
 // TestStoriesPromptTokens reproduces the prompt ids llama.cpp produced for stories260K (BOS
 // added, as llama-server does).
 func TestStoriesPromptTokens(t *testing.T) {
-	raw, err := os.ReadFile(testmodel.StoriesReference(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref struct {
 		Cases []struct {
 			Prompt       string  `json:"prompt"`
 			PromptTokens []int32 `json:"prompt_tokens"`
 		} `json:"cases"`
 	}
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, testmodel.StoriesReference(t), &ref)
 	if len(ref.Cases) == 0 {
 		t.Fatal("no prompts in the reference file")
 	}

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,11 +73,7 @@ func ggufOf(t *testing.T, kvs map[string]any) *gguf.File {
 	for k, v := range kvs {
 		w.AddKV(k, v)
 	}
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
+	f, err := w.File()
 	if err != nil {
 		t.Fatal(err)
 	}

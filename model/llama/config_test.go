@@ -143,11 +143,7 @@ func TestRopeFreqsTensor(t *testing.T) {
 		if err := w.AddTensor("rope_freqs.weight", gguf.F32, []int{n}, data); err != nil {
 			t.Fatal(err)
 		}
-		var buf strings.Builder
-		if _, err := w.WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g, err := gguf.Parse([]byte(buf.String()))
+		g, err := w.File()
 		if err != nil {
 			t.Fatal(err)
 		}

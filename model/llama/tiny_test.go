@@ -1,7 +1,6 @@
 package llama
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -40,11 +39,7 @@ func (s tinySpec) build(t testing.TB) *gguf.File {
 	w := gguf.NewWriter()
 	s.metadata(w)
 	s.tensors(t, w, rand.New(rand.NewPCG(7, 11)))
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
+	f, err := w.File()
 	if err != nil {
 		t.Fatal(err)
 	}

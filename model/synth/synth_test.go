@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -180,11 +179,7 @@ func buildParse(t *testing.T, o Options) *gguf.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
+	f, err := w.File()
 	if err != nil {
 		t.Fatal(err)
 	}
