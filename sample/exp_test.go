@@ -3,6 +3,8 @@ package sample
 import (
 	"math"
 	"testing"
+
+	"pagoda/internal/refmath"
 )
 
 func TestExpWeightsAccuracy(t *testing.T) {
@@ -110,7 +112,7 @@ func TestLogSumExp(t *testing.T) {
 	}
 	t.Run("random vocabulary", func(t *testing.T) {
 		x := randLogits(6, 49152, 3)
-		ref := refLogSoftmax(x)
+		ref := refmath.LogSoftmax(x)
 		// log-softmax of x[0] = x[0] − lse.
 		if got := float64(x[0]) - logSumExp(x); !closeTo(got, ref[0], 1e-7) {
 			t.Fatalf("x[0] − logSumExp = %v, want %v", got, ref[0])

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"pagoda/internal/refmath"
 )
 
 // withSeed returns p with Seed set.
@@ -24,30 +26,13 @@ func randLogits(seed uint64, n int, scale float64) []float32 {
 	return l
 }
 
-// refLogSoftmax is the float64 reference log-softmax.
-func refLogSoftmax(l []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range l {
-		m = math.Max(m, float64(v))
-	}
-	s := 0.0
-	for _, v := range l {
-		s += math.Exp(float64(v) - m)
-	}
-	out := make([]float64, len(l))
-	for i, v := range l {
-		out[i] = float64(v) - m - math.Log(s)
-	}
-	return out
-}
-
 // softmaxT is the float64 reference softmax of l / t.
 func softmaxT(l []float32, t float64) []float64 {
 	ls := make([]float32, len(l))
 	for i, v := range l {
 		ls[i] = float32(float64(v) / t)
 	}
-	lp := refLogSoftmax(ls)
+	lp := refmath.LogSoftmax(ls)
 	for i := range lp {
 		lp[i] = math.Exp(lp[i])
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"pagoda/internal/refmath"
 )
 
 func TestLogSoftmax(t *testing.T) {
@@ -20,7 +22,7 @@ func TestLogSoftmax(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ref := refLogSoftmax(tt.logits)
+			ref := refmath.LogSoftmax(tt.logits)
 			out := make([]float32, len(tt.logits))
 			LogSoftmax(tt.logits, out)
 			inPlace := slices.Clone(tt.logits)
@@ -83,7 +85,7 @@ func TestSelectTop(t *testing.T) {
 
 func TestTopLogprobs(t *testing.T) {
 	logits := randLogits(4, 800, 3)
-	ref := refLogSoftmax(logits)
+	ref := refmath.LogSoftmax(logits)
 	for _, n := range []int{0, 1, 7, 64, 100} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			prefix := []TokenLogprob{{ID: -1}}
@@ -103,7 +105,7 @@ func TestTopLogprobs(t *testing.T) {
 
 func TestLogprobsFunc(t *testing.T) {
 	logits := []float32{0.5, 2, -1, 2, 1}
-	ref := refLogSoftmax(logits)
+	ref := refmath.LogSoftmax(logits)
 	r := Logprobs(logits, 4, 2, nil)
 	if r.ID != 4 || r.Rank != 3 || !closeTo(float64(r.Logprob), ref[4], 1e-6) {
 		t.Fatalf("Logprobs = %+v, want id 4 rank 3 logprob %v", r, ref[4])

@@ -3,6 +3,8 @@ package sample
 import (
 	"slices"
 	"testing"
+
+	"pagoda/internal/refmath"
 )
 
 // TestPenalties checks the processed logits against values computed by
@@ -101,7 +103,7 @@ func TestLogitBias(t *testing.T) {
 		if r.ID != 2 {
 			t.Fatalf("Sample = %d, want 2", r.ID)
 		}
-		if want := refLogSoftmax(logits)[2]; !closeTo(float64(r.Logprob), want, 1e-6) {
+		if want := refmath.LogSoftmax(logits)[2]; !closeTo(float64(r.Logprob), want, 1e-6) {
 			t.Fatalf("Logprob %v, want the raw %v (bias must not change it)", r.Logprob, want)
 		}
 	})

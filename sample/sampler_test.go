@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"pagoda/internal/refmath"
 )
 
 func TestGreedy(t *testing.T) {
@@ -182,7 +184,7 @@ func TestSeedIndependentOfInterleaving(t *testing.T) {
 
 func TestLogprobsAreRaw(t *testing.T) {
 	logits := randLogits(3, 1000, 4)
-	ref := refLogSoftmax(logits)
+	ref := refmath.LogSoftmax(logits)
 	p := withSeed(DefaultParams(), 3)
 	p.Temperature = 0.7
 	p.TopK = 40

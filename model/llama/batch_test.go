@@ -27,6 +27,24 @@ func TestBatchInvariance(t *testing.T) {
 	}
 }
 
+// forwardAll runs one step over the pending tokens of seqs in kv and
+// returns the logits of every token.
+func forwardAll(t *testing.T, m *Model, seqs []*seq, bs int, kv *model.KVCache) []float32 {
+	t.Helper()
+	var b model.Batch
+	for _, s := range seqs {
+		addSeq(&b, s, bs, false)
+	}
+	for i := range b.Tokens {
+		b.LogitIndices = append(b.LogitIndices, int32(i))
+	}
+	logits := make([]float32, len(b.Tokens)*m.Config().VocabSize)
+	if err := m.Forward(&b, kv, logits); err != nil {
+		t.Fatal(err)
+	}
+	return logits
+}
+
 func checkBatchInvariance(t *testing.T, m *Model) {
 	t.Helper()
 	const bs = 4
@@ -42,36 +60,16 @@ func checkBatchInvariance(t *testing.T, m *Model) {
 	for c := range caches {
 		caches[c], seqs[c] = cachedSeqs(t, m, bs, tokens, cached)
 	}
-	// together, in cache 0
-	var b model.Batch
-	for _, s := range seqs[0] {
-		addSeq(&b, s, bs, false)
-	}
-	for i := range b.Tokens {
-		b.LogitIndices = append(b.LogitIndices, int32(i))
-	}
-	together := make([]float32, len(b.Tokens)*vocab)
-	if err := m.Forward(&b, caches[0], together); err != nil {
-		t.Fatal(err)
-	}
-	// alone, in cache 1
+	together := forwardAll(t, m, seqs[0], bs, caches[0])
 	row := 0
 	for i, s := range seqs[1] {
-		var b model.Batch
-		addSeq(&b, s, bs, false)
-		for j := range b.Tokens {
-			b.LogitIndices = append(b.LogitIndices, int32(j))
-		}
-		alone := make([]float32, len(b.Tokens)*vocab)
-		if err := m.Forward(&b, caches[1], alone); err != nil {
-			t.Fatal(err)
-		}
+		alone := forwardAll(t, m, []*seq{s}, bs, caches[1])
 		for j, v := range alone {
 			if math.Float32bits(v) != math.Float32bits(together[row*vocab+j]) {
 				t.Fatalf("sequence %d: logit %d differs alone (%v) and batched (%v)", i, j, v, together[row*vocab+j])
 			}
 		}
-		row += len(b.Tokens)
+		row += len(alone) / vocab
 	}
 }
 
@@ -80,11 +78,7 @@ func checkBatchInvariance(t *testing.T, m *Model) {
 // their tokens with the rest pending.
 func cachedSeqs(t *testing.T, m *Model, bs int, tokens [][]int32, cached []int) (*model.KVCache, []*seq) {
 	t.Helper()
-	kv, err := m.NewKVCache(16, bs, model.KVF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := &blockAlloc{total: 16}
+	kv, alloc := newCache(t, m, 16, bs, model.KVF16)
 	var seqs []*seq
 	for i, toks := range tokens {
 		s := &seq{tokens: toks[:cached[i]]}

@@ -2,11 +2,11 @@ package llama
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"testing"
 
 	"pagoda/gguf"
+	"pagoda/internal/refmath"
 	"pagoda/model"
 )
 
@@ -77,6 +77,17 @@ type blockAlloc struct {
 	next, total int32
 }
 
+// newCache allocates a KV cache of blocks blocks of bs tokens and an
+// allocator that hands out all of them.
+func newCache(t testing.TB, m *Model, blocks, bs int, typ model.KVType) (*model.KVCache, *blockAlloc) {
+	t.Helper()
+	kv, err := m.NewKVCache(blocks, bs, typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv, &blockAlloc{total: int32(blocks)}
+}
+
 func (a *blockAlloc) grow(t testing.TB, s *seq, ctx, bs int) {
 	for len(s.table)*bs < ctx {
 		if a.next == a.total {
@@ -130,7 +141,7 @@ func (d *decoder) next(t testing.TB) []float64 {
 		t.Fatalf("forward: %v", err)
 	}
 	d.s.done = len(d.s.tokens)
-	return logSoftmax(d.logits)
+	return refmath.LogSoftmax(d.logits)
 }
 
 // push appends a token to the sequence.
@@ -151,22 +162,6 @@ func greedy(t testing.TB, m *Model, kv *model.KVCache, alloc *blockAlloc, prompt
 		d.push(id)
 	}
 	return ids, rows
-}
-
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - mx - math.Log(sum)
-	}
-	return out
 }
 
 // argmax returns the first index of the largest value (as llama.cpp's

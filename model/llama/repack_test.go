@@ -107,11 +107,7 @@ func TestSynthQ4_0AgainstLlamaCpp(t *testing.T) {
 	if raceEnabled {
 		cases, steps = cases[:2], 4
 	}
-	kv, err := m.NewKVCache(len(cases)*((64+48)/16+1), 16, model.KVF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := &blockAlloc{total: int32(kv.NumBlocks)}
+	kv, alloc := newCache(t, m, len(cases)*((64+48)/16+1), 16, model.KVF16)
 	chosen, top := runGreedy(t, m, kv, alloc, cases, steps, 5e-2)
 	t.Logf("%d cases × %d steps; max |logprob error|: chosen %.1e, top-5 %.1e", len(cases), steps, chosen, top)
 }

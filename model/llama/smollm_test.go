@@ -30,11 +30,7 @@ func TestSmolLM2(t *testing.T) {
 	if raceEnabled {
 		cases, steps = cases[:2], 4
 	}
-	kv, err := m.NewKVCache(len(cases)*((128+48)/16), 16, model.KVF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := &blockAlloc{total: int32(kv.NumBlocks)}
+	kv, alloc := newCache(t, m, len(cases)*((128+48)/16), 16, model.KVF16)
 	chosen, top := runExact(t, m, kv, alloc, cases, steps)
 	t.Logf("%d cases × %d steps; max |logprob error|: chosen %.1e, top-5 %.1e", len(cases), steps, chosen, top)
 }

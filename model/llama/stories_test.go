@@ -54,6 +54,12 @@ func refLogprob(s refStep, id int32) (float64, bool) {
 	return 0, false
 }
 
+// storiesCache is a cache for n stories260K reference cases at once (a
+// prompt of at most 20 tokens and 64 steps each).
+func storiesCache(t *testing.T, m *Model, n, bs int, typ model.KVType) (*model.KVCache, *blockAlloc) {
+	return newCache(t, m, n*((20+64+bs-1)/bs), bs, typ)
+}
+
 // TestStories260K compares greedy decoding of stories260K with the shared
 // reference, made by a llama-server build (10587) on another machine with
 // flash attention and an F16 cache, for two block sizes and three KV types.
@@ -88,12 +94,7 @@ func TestStories260K(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("bs%d/%v", tc.bs, tc.typ), func(t *testing.T) {
-			blocks := len(ref.Cases) * ((20 + 64 + tc.bs - 1) / tc.bs)
-			kv, err := m.NewKVCache(blocks, tc.bs, tc.typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			alloc := &blockAlloc{total: int32(blocks)}
+			kv, alloc := storiesCache(t, m, len(ref.Cases), tc.bs, tc.typ)
 			var st refStats
 			for _, c := range ref.Cases {
 				runRef(t, m, kv, alloc, c, len(c.Steps), tc.tieTol, &st)
@@ -127,12 +128,8 @@ func TestStories260KFlashExact(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("bs%d/%v", tc.bs, tc.typ), func(t *testing.T) {
-			blocks := len(ref.Cases) * ((20 + 64 + tc.bs - 1) / tc.bs)
-			kv, err := m.NewKVCache(blocks, tc.bs, tc.typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			chosen, top := runExact(t, m, kv, &blockAlloc{total: int32(blocks)}, ref.Cases, 64)
+			kv, alloc := storiesCache(t, m, len(ref.Cases), tc.bs, tc.typ)
+			chosen, top := runExact(t, m, kv, alloc, ref.Cases, 64)
 			t.Logf("max |logprob error|: chosen %.1e, top-5 %.1e", chosen, top)
 		})
 	}
