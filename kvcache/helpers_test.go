@@ -120,13 +120,17 @@ func wantErr(t testing.TB, err, want error) {
 	}
 }
 
-// mustSwap runs SwapOut (in false) or SwapIn (in true) on group, checks the
+// mustSwap runs SwapOut (in false) or SwapIn (in true) on group, after
+// CanSwapOut or CanSwapIn said it would succeed, checks the
 // invariants and that the copies it asked for are want, and returns them.
 func mustSwap(t *testing.T, m *Manager, in bool, group []int64, want []Swap) []Swap {
 	t.Helper()
-	swap, name := m.SwapOut, "SwapOut"
+	can, swap, name := m.CanSwapOut, m.SwapOut, "SwapOut"
 	if in {
-		swap, name = m.SwapIn, "SwapIn"
+		can, swap, name = m.CanSwapIn, m.SwapIn, "SwapIn"
+	}
+	if !can(group) {
+		t.Fatalf("Can%s(%v) = false before a %s that must succeed", name, group, name)
 	}
 	got, err := swap(group, nil)
 	if err != nil {

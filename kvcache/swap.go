@@ -84,60 +84,63 @@ func (m *Manager) CanSwapIn(seqIDs []int64) bool {
 // runner must execute them before any freed device block is written again.
 // On error nothing changes.
 func (m *Manager) SwapOut(seqIDs []int64, mapping []Swap) ([]Swap, error) {
-	if err := m.group(seqIDs, false); err != nil {
-		return mapping, err
-	}
-	if n := m.distinctBlocks(seqIDs); n > m.host.numFree {
-		return mapping, fmt.Errorf("%w: group needs %d, %d free", ErrNoSwapSpace, n, m.host.numFree)
-	}
-	for _, id := range seqIDs {
-		for _, b := range m.seqs[id].blocks {
-			if h := m.remap[b]; h != noLink {
-				m.host.acquire(h)
-				continue
-			}
-			h := m.host.alloc()
-			m.host.copyBlock(h, m.device, b)
-			m.remap[b] = h
-			m.touched = append(m.touched, b)
-			mapping = append(mapping, Swap{Src: b, Dst: h})
-		}
-	}
-	m.move(seqIDs, m.device, true)
-	return mapping, nil
+	return m.swap(seqIDs, mapping, m.device, m.host, ErrNoSwapSpace)
 }
 
 // SwapIn moves the block tables of seqIDs back to the device pool and
 // appends to mapping one Swap{host, device} per distinct block that had to
 // be copied, in table order. On error nothing changes.
 func (m *Manager) SwapIn(seqIDs []int64, mapping []Swap) ([]Swap, error) {
-	if err := m.group(seqIDs, true); err != nil {
+	return m.swap(seqIDs, mapping, m.host, m.device, ErrNoFreeBlocks)
+}
+
+// swap moves the group's tables from pool src to pool dst (the other one),
+// failing with errFull when dst lacks a free block per distinct block. Each
+// distinct block gets one block in dst, which every table of the group
+// shares; mapping gains a Swap per block copied.
+func (m *Manager) swap(seqIDs []int64, mapping []Swap, src, dst *Pool, errFull error) ([]Swap, error) {
+	toHost := dst == m.host
+	if err := m.group(seqIDs, !toHost); err != nil {
 		return mapping, err
 	}
-	if n := m.distinctBlocks(seqIDs); n > m.device.numFree {
-		return mapping, fmt.Errorf("%w: group needs %d, %d free", ErrNoFreeBlocks, n, m.device.numFree)
+	if n := m.distinctBlocks(seqIDs); n > dst.numFree {
+		return mapping, fmt.Errorf("%w: group needs %d, %d free", errFull, n, dst.numFree)
 	}
 	for _, id := range seqIDs {
-		for _, h := range m.seqs[id].blocks {
-			if d := m.remap[h]; d != noLink {
-				m.device.acquire(d)
+		for _, b := range m.seqs[id].blocks {
+			if d := m.remap[b]; d != noLink {
+				dst.acquire(d)
 				continue
 			}
-			d, ok := m.stillCached(h)
-			if ok {
-				m.device.acquire(d)
-			} else {
-				d = m.device.alloc()
-				m.device.copyBlock(d, m.host, h)
-				m.register(d)
-				mapping = append(mapping, Swap{Src: h, Dst: d})
+			d, copied := m.counterpart(b, src, dst, toHost)
+			if copied {
+				mapping = append(mapping, Swap{Src: b, Dst: d})
 			}
-			m.remap[h] = d
-			m.touched = append(m.touched, h)
+			m.remap[b] = d
+			m.touched = append(m.touched, b)
 		}
 	}
-	m.move(seqIDs, m.host, false)
+	m.move(seqIDs, src, toHost)
 	return mapping, nil
+}
+
+// counterpart takes block b of src's block in dst, with one reference: on
+// the way in, a device block still caching the same content is shared;
+// otherwise a fresh block receives a copy (copied), which on the device
+// joins the prefix cache again.
+func (m *Manager) counterpart(b int32, src, dst *Pool, toHost bool) (d int32, copied bool) {
+	if !toHost {
+		if d, ok := m.stillCached(b); ok {
+			dst.acquire(d)
+			return d, false
+		}
+	}
+	d = dst.alloc()
+	dst.copyBlock(d, src, b)
+	if !toHost {
+		m.register(d)
+	}
+	return d, true
 }
 
 // stillCached returns the cached device block with the same hash and

@@ -21,8 +21,19 @@ func forkedGroup(t *testing.T, m *Manager) {
 		t.Fatal(err)
 	}
 	check(t, m)
-	if got := refs(m.device, 0, 1, 2, 3); !slices.Equal(got, []int32{3, 3, 2, 1}) {
-		t.Fatalf("refs %v, want [3 3 2 1]", got)
+	wantForkedGroup(t, m, m.device, 0)
+}
+
+// wantForkedGroup checks that the tables of forkedGroup's sequences share
+// its four distinct blocks, here base..base+3 of pool p, as forkedGroup
+// made them share blocks 0..3 of the device.
+func wantForkedGroup(t *testing.T, m *Manager, p *Pool, base int32) {
+	t.Helper()
+	wantTable(t, m, 1, base, base+1, base+2)
+	wantTable(t, m, 2, base, base+1, base+3)
+	wantTable(t, m, 3, base, base+1, base+2)
+	if got := refs(p, base, base+1, base+2, base+3); !slices.Equal(got, []int32{3, 3, 2, 1}) {
+		t.Fatalf("refs of blocks %d.. %v, want [3 3 2 1]", base, got)
 	}
 }
 
@@ -30,16 +41,8 @@ func TestSwapForkedGroup(t *testing.T) {
 	m := newManager(t, Config{BlockSize: 4, NumBlocks: 8, NumHostBlocks: 6})
 	forkedGroup(t, m)
 	group := []int64{1, 2, 3}
-	if !m.CanSwapOut(group) {
-		t.Fatal("CanSwapOut = false")
-	}
 	mustSwap(t, m, false, group, []Swap{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
-	wantTable(t, m, 1, 0, 1, 2)
-	wantTable(t, m, 2, 0, 1, 3)
-	wantTable(t, m, 3, 0, 1, 2)
-	if got := refs(m.host, 0, 1, 2, 3); !slices.Equal(got, []int32{3, 3, 2, 1}) {
-		t.Fatalf("host refs %v, want [3 3 2 1]", got)
-	}
+	wantForkedGroup(t, m, m.host, 0)
 	if m.NumFreeBlocks() != 8 || m.NumFreeHostBlocks() != 2 || !m.SwappedOut(2) {
 		t.Fatalf("free %d host free %d swapped %v", m.NumFreeBlocks(), m.NumFreeHostBlocks(), m.SwappedOut(2))
 	}
@@ -51,16 +54,8 @@ func TestSwapForkedGroup(t *testing.T) {
 
 	// Take device blocks 0, 1 so that the swap-in lands elsewhere.
 	mustAllocate(t, m, 9, seq(500, 5), 0)
-	if !m.CanSwapIn(group) {
-		t.Fatal("CanSwapIn = false")
-	}
 	mustSwap(t, m, true, group, []Swap{{0, 2}, {1, 3}, {2, 4}, {3, 5}})
-	wantTable(t, m, 1, 2, 3, 4)
-	wantTable(t, m, 2, 2, 3, 5)
-	wantTable(t, m, 3, 2, 3, 4)
-	if got := refs(m.device, 2, 3, 4, 5); !slices.Equal(got, []int32{3, 3, 2, 1}) {
-		t.Fatalf("device refs after swap-in %v, want [3 3 2 1]", got)
-	}
+	wantForkedGroup(t, m, m.device, 2)
 	if m.NumFreeHostBlocks() != 6 {
 		t.Fatalf("host free %d, want 6", m.NumFreeHostBlocks())
 	}
