@@ -11,7 +11,6 @@ calls as AIMessage.tool_calls with parsed arguments. Exits non-zero on the first
 assertion.
 """
 
-import argparse
 import sys
 from importlib import metadata
 from typing import List, Literal
@@ -20,6 +19,8 @@ import jsonschema
 import pydantic
 from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
+
+from client_common import parse_args
 
 
 class City(pydantic.BaseModel):
@@ -81,10 +82,7 @@ def check_tools(llm):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--base-url", required=True)
-    ap.add_argument("--model", required=True)
-    args = ap.parse_args()
+    args = parse_args()
     llm = ChatOpenAI(base_url=args.base_url, api_key="unused", model=args.model, temperature=0, max_tokens=160,
                      max_retries=0, timeout=600)
     print("ok with_structured_output(method=json_schema):", repr(check_structured(llm)), flush=True)

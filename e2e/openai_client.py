@@ -9,13 +9,13 @@ generations are short (max_tokens <= 12) because the reference kernels are slow.
 Exits non-zero on the first failed assertion.
 """
 
-import argparse
 import json
 import sys
 import urllib.request
 
 import openai
-from openai import OpenAI
+
+from client_common import connect, expect_bad_requests, parse_args
 
 PROMPT = "The capital of France is"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -131,24 +131,17 @@ def check_errors(client, model, max_model_len):
         (dict(model="no-such-model", prompt=PROMPT, max_tokens=4), ["no-such-model"]),
         (dict(model=model, prompt=PROMPT, max_tokens=max_model_len + 100), [str(max_model_len + 100), str(max_model_len)]),
     ]
-    for kwargs, words in cases:
-        try:
-            client.completions.create(**kwargs)
-        except openai.BadRequestError as e:
-            assert e.status_code == 400, e
-            msg = str(e)
-            assert all(w in msg for w in words), (words, msg)
-        else:
-            raise AssertionError(f"no error for {kwargs}")
+
+    def check(e, words):
+        msg = str(e)
+        assert all(w in msg for w in words), (words, msg)
+
+    expect_bad_requests(client.completions.create, cases, check)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--base-url", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--max-model-len", type=int, required=True)
-    args = ap.parse_args()
-    client = OpenAI(base_url=args.base_url, api_key="unused", max_retries=0, timeout=600)
+    args = parse_args("--max-model-len")
+    client = connect(args)
     checks = [
         ("models", lambda: check_models(client, args.model)),
         ("errors", lambda: check_errors(client, args.model, args.max_model_len)),

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -30,47 +31,58 @@ func buildPagoda(t *testing.T) string {
 }
 
 // openaiVenv returns the python of a virtual environment with the openai
-// package: python3 -m venv, then pip install openai==openaiVersion. The
-// environment is kept under the OS temporary directory, keyed by the
-// version, so later runs reuse it; it is built in a scratch directory and
-// renamed into place, so an interrupted install is never reused. Fails
-// (does not skip) without python3, venv or pip.
+// package at openaiVersion (see pythonVenv).
 func openaiVenv(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(os.TempDir(), "pagoda-e2e-venv-openai-"+openaiVersion)
+	return pythonVenv(t, "openai-"+openaiVersion, "import openai", "openai=="+openaiVersion)
+}
+
+// pythonVenv returns the python of a virtual environment with pkgs (pinned
+// requirements) installed, in which probe (python code) runs: python3 -m
+// venv, then pip install. The environment is kept under the OS temporary
+// directory, keyed by name (which names the pinned versions), so later runs
+// reuse it; it is built in a scratch directory and renamed into place, so an
+// interrupted install is never reused. Fails (does not skip), naming the
+// package to install, without python3, venv or pip.
+func pythonVenv(t *testing.T, name, probe string, pkgs ...string) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "pagoda-e2e-venv-"+name)
 	python := filepath.Join(dir, "bin", "python")
-	if exec.Command(python, "-c", "import openai").Run() == nil {
+	if exec.Command(python, "-c", probe).Run() == nil {
 		return python
 	}
 	sys, err := exec.LookPath("python3")
 	if err != nil {
-		t.Fatal("python3 is missing: the end-to-end test needs python3 with venv and pip (make deps)")
+		t.Fatal("python3 is missing: install it with `apt-get install python3 python3-venv` (or `make deps`)")
 	}
 	scratch, err := os.MkdirTemp(os.TempDir(), "pagoda-e2e-venv-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(scratch)
-	run := func(name string, args ...string) {
-		var out bytes.Buffer
-		cmd := exec.Command(name, args...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out.String())
-		}
-	}
-	run(sys, "-m", "venv", scratch)
-	run(filepath.Join(scratch, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-		"openai=="+openaiVersion)
+	runSetupStep(t, "python3 -m venv failed: install venv and pip with `apt-get install python3-venv` (or `make deps`)",
+		sys, "-m", "venv", scratch)
+	runSetupStep(t, "pip install failed", filepath.Join(scratch, "bin", "python"),
+		append([]string{"-m", "pip", "install", "--quiet", "--disable-pip-version-check"}, pkgs...)...)
 	os.RemoveAll(dir)
-	// A venv records its own path: create it again in place, over the
-	// installed packages, so its scripts and pyvenv.cfg point at dir.
 	if err := os.Rename(scratch, dir); err != nil {
 		t.Fatal(err)
 	}
-	run(sys, "-m", "venv", dir)
-	if out, err := exec.Command(python, "-c", "import openai").CombinedOutput(); err != nil {
-		t.Fatalf("the venv at %s cannot import openai: %v\n%s", dir, err, out)
-	}
+	// A venv records its own path: create it again in place, over the
+	// installed packages, so its scripts and pyvenv.cfg point at dir.
+	runSetupStep(t, "python3 -m venv failed", sys, "-m", "venv", dir)
+	runSetupStep(t, "the venv at "+dir+" cannot import its packages", python, "-c", probe)
 	return python
+}
+
+// runSetupStep runs one command of a test's set-up and fails the test with
+// why and the command's output when it fails.
+func runSetupStep(t *testing.T, why, name string, args ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %s %s: %v\n%s", why, name, strings.Join(args, " "), err, out.String())
+	}
 }

@@ -6,12 +6,12 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"pagoda/internal/testmodel"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"pagoda/internal/testmodel"
 )
 
 // soakChatTemplate joins the messages' contents: stories260K has no template.
@@ -126,16 +126,8 @@ func TestSoakShutdown(t *testing.T) {
 		}
 	})
 	waitGenerated(t, base, 300)
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-srv.exited:
-		if err != nil {
-			t.Errorf("pagoda serve exited with %v after SIGTERM", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("pagoda serve did not exit within a minute of SIGTERM")
+	if err := srv.terminate(t); err != nil {
+		t.Errorf("pagoda serve exited with %v after SIGTERM", err)
 	}
 	<-soakDone
 	t.Logf("bench soak: %v\n%s%s", runErr, stdout.String(), stderr.String())

@@ -11,7 +11,6 @@ temperature 0: outputs are parsed and validated independently of the server (jso
 jsonschema, re.fullmatch, Pydantic). Exits non-zero on the first failed assertion.
 """
 
-import argparse
 import json
 import re
 import sys
@@ -21,7 +20,8 @@ from typing import List, Literal
 import jsonschema
 import openai
 import pydantic
-from openai import OpenAI
+
+from client_common import connect, expect_bad_requests, parse_args
 
 # A strict schema exercising required properties, an enum, an integer, a nested
 # object and a bounded array (strings are bounded too, so that every output fits
@@ -306,23 +306,18 @@ def check_errors(client, model):
         (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
         (dict(extra_body={"no_such_field": 1}), "no_such_field"),
     ]
-    for kwargs, field in cases:
-        try:
-            client.chat.completions.create(model=model, messages=msgs, max_tokens=4, **kwargs)
-        except openai.BadRequestError as e:
-            assert e.status_code == 400, e
-            param = (e.body or {}).get("param") if isinstance(e.body, dict) else None
-            assert param == field and field in e.message, (field, param, e.message)
-        else:
-            raise AssertionError(f"no error for {kwargs}")
+
+    def check(e, field):
+        param = (e.body or {}).get("param") if isinstance(e.body, dict) else None
+        assert param == field and field in e.message, (field, param, e.message)
+
+    expect_bad_requests(lambda **kw: client.chat.completions.create(model=model, messages=msgs, max_tokens=4, **kw),
+                        cases, check)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--base-url", required=True)
-    ap.add_argument("--model", required=True)
-    args = ap.parse_args()
-    client = OpenAI(base_url=args.base_url, api_key="unused", max_retries=0, timeout=600)
+    args = parse_args()
+    client = connect(args)
     m = args.model
     print("ok json_object:", check_json_object(client, m), flush=True)
     print("ok json_schema (strict, streamed too):", check_json_schema(client, m), flush=True)

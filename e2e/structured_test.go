@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -48,40 +47,12 @@ func TestStructuredEndToEnd(t *testing.T) {
 }
 
 // structuredVenv returns the python of a virtual environment with openai,
-// jsonschema and langchain-openai at the pinned versions, kept under the OS
-// temporary directory keyed by them and built as openaiVenv builds its own
-// (in a scratch directory renamed into place). Fails, naming the package to
-// install, without python3, venv or pip.
+// jsonschema and langchain-openai at the pinned versions (see pythonVenv).
 func structuredVenv(t *testing.T) string {
 	t.Helper()
-	pkgs := []string{"openai==" + openaiVersion, "jsonschema==" + jsonschemaVersion, "langchain-openai==" + langchainOpenAIVersion}
-	dir := filepath.Join(os.TempDir(), "pagoda-e2e-venv-structured-"+strings.Join(
-		[]string{openaiVersion, jsonschemaVersion, langchainOpenAIVersion}, "-"))
-	python := filepath.Join(dir, "bin", "python")
-	const probe = "import openai, jsonschema, langchain_openai"
-	if exec.Command(python, "-c", probe).Run() == nil {
-		return python
-	}
-	sys, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is missing: install it with `apt-get install python3 python3-venv` (or `make deps`)")
-	}
-	scratch, err := os.MkdirTemp(os.TempDir(), "pagoda-e2e-venv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(scratch)
-	runSetupStep(t, "python3 -m venv failed: install venv and pip with `apt-get install python3-venv` (or `make deps`)",
-		sys, "-m", "venv", scratch)
-	runSetupStep(t, "pip install failed", filepath.Join(scratch, "bin", "python"),
-		append([]string{"-m", "pip", "install", "--quiet", "--disable-pip-version-check"}, pkgs...)...)
-	os.RemoveAll(dir)
-	if err := os.Rename(scratch, dir); err != nil {
-		t.Fatal(err)
-	}
-	runSetupStep(t, "python3 -m venv failed", sys, "-m", "venv", dir) // re-rooted at dir, as openaiVenv does
-	runSetupStep(t, "the venv at "+dir+" cannot import its packages", python, "-c", probe)
-	return python
+	versions := strings.Join([]string{openaiVersion, jsonschemaVersion, langchainOpenAIVersion}, "-")
+	return pythonVenv(t, "structured-"+versions, "import openai, jsonschema, langchain_openai",
+		"openai=="+openaiVersion, "jsonschema=="+jsonschemaVersion, "langchain-openai=="+langchainOpenAIVersion)
 }
 
 // nodeClientDir returns a directory holding node_client.mjs beside the
@@ -124,18 +95,6 @@ func nodeClientDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return work
-}
-
-// runSetupStep runs a setup command and fails the test with why and its output if
-// it fails.
-func runSetupStep(t *testing.T, why, name string, args ...string) {
-	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %s %s: %v\n%s", why, name, strings.Join(args, " "), err, out.String())
-	}
 }
 
 // copyE2EFiles copies files of this directory into dir.
