@@ -12,11 +12,8 @@ import (
 // chat serves POST /v1/chat/completions.
 func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	var req chatRequest
-	if err := b.decodeJSON(w, r, &req); err != nil {
+	if err := b.decodeRequest(w, r, &req); err != nil {
 		return err
-	}
-	if aerr := b.checkModel(req.Model); aerr != nil {
-		return aerr
 	}
 	maxTokens := req.MaxTokens
 	if req.MaxCompletionTokens != nil {
@@ -46,21 +43,8 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 		return aerr
 	}
 	id := "chatcmpl-" + baseID(r)
-	ts, aerr := b.submit(id, []promptInput{prompt}, p, req.Priority)
-	if aerr != nil {
-		return aerr
-	}
-	defer b.abort(ts)
 	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, tools: plan}
-	if req.Stream {
-		c.stream(r.Context(), newSSE(w), ts)
-		return nil
-	}
-	if aerr := b.collectAll(r.Context(), ts); aerr != nil {
-		return aerr
-	}
-	writeJSON(w, http.StatusOK, c.response(ts[0]))
-	return nil
+	return b.answer(w, r, id, c, []promptInput{prompt}, p, &req.samplingFields)
 }
 
 // setChatLogprobs maps logprobs (bool) and top_logprobs (count) onto p.
@@ -90,7 +74,10 @@ type chatRun struct {
 	streams map[int]*toolStream // stream: per choice, when tools may be called
 }
 
-func (c *chatRun) response(t *tracker) chatResponse {
+// response is the answer to a request without stream: its one prompt's
+// choices.
+func (c *chatRun) response(ts []*tracker) any {
+	t := ts[0]
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.b.name,
 		Usage: totalUsage([]*tracker{t})}
 	if c.req.PromptLogprobs != nil {

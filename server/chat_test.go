@@ -1,9 +1,10 @@
 package server
 
 import (
-	"pagoda/engine"
 	"strings"
 	"testing"
+
+	"pagoda/engine"
 )
 
 var chatMessages = []map[string]any{

@@ -15,11 +15,8 @@ const completionsDefaultMaxTokens = 16
 // completions serves POST /v1/completions.
 func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 	var req completionRequest
-	if err := b.decodeJSON(w, r, &req); err != nil {
+	if err := b.decodeRequest(w, r, &req); err != nil {
 		return err
-	}
-	if aerr := b.checkModel(req.Model); aerr != nil {
-		return aerr
 	}
 	if req.Suffix != "" {
 		return badRequest("suffix", "suffix is not supported")
@@ -39,21 +36,8 @@ func (b *backend) completions(w http.ResponseWriter, r *http.Request) error {
 		return aerr
 	}
 	id := "cmpl-" + baseID(r)
-	ts, aerr := b.submit(id, prompts, p, req.Priority)
-	if aerr != nil {
-		return aerr
-	}
-	defer b.abort(ts)
 	c := &completionRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, prompts: prompts}
-	if req.Stream {
-		c.stream(r.Context(), newSSE(w), ts)
-		return nil
-	}
-	if aerr := b.collectAll(r.Context(), ts); aerr != nil {
-		return aerr
-	}
-	writeJSON(w, http.StatusOK, c.response(ts))
-	return nil
+	return b.answer(w, r, id, c, prompts, p, &req.samplingFields)
 }
 
 // completionRun is one completions request being answered.
@@ -69,7 +53,7 @@ type completionRun struct {
 }
 
 // response builds the whole completion; choice i*n+j is output j of prompt i.
-func (c *completionRun) response(ts []*tracker) completionResponse {
+func (c *completionRun) response(ts []*tracker) any {
 	resp := completionResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.b.name,
 		Usage: totalUsage(ts)}
 	for i, t := range ts {

@@ -8,11 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 
 	dto "github.com/prometheus/client_model/go"
 

@@ -8,10 +8,11 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"pagoda/internal/testmodel"
 	"strings"
 	"testing"
 	"time"
+
+	"pagoda/internal/testmodel"
 
 	"pagoda/engine"
 )

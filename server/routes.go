@@ -103,6 +103,24 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.APIKey)) == 1
 }
 
+// decodeRequest decodes the body into req (as decodeJSON) and checks the
+// model it names.
+func (b *backend) decodeRequest(w http.ResponseWriter, r *http.Request, req modelRequest) error {
+	if err := b.decodeJSON(w, r, req); err != nil {
+		return err
+	}
+	if aerr := b.checkModel(req.modelName()); aerr != nil {
+		return aerr
+	}
+	return nil
+}
+
+// modelRequest is a request body with a model field.
+type modelRequest interface{ modelName() string }
+
+func (f *samplingFields) modelName() string  { return f.Model }
+func (r *tokenizeRequest) modelName() string { return r.Model }
+
 // decodeJSON reads the body (at most the server's limit, within its body
 // timeout) into v.
 //

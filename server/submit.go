@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"pagoda/engine"
 )
@@ -60,6 +61,34 @@ func (b *backend) admit(seqs int) *apiError {
 		return unavailable(1, "%d sequences are waiting and this request adds %d, over the limit of %d (--max-queue); retry later",
 			q, seqs, b.maxQueue)
 	}
+	return nil
+}
+
+// requestRun is a completions or chat request being answered.
+type requestRun interface {
+	// stream sends the outputs of ts as server-sent events.
+	stream(ctx context.Context, out *sse, ts []*tracker)
+	// response is the whole answer once every request of ts has finished.
+	response(ts []*tracker) any
+}
+
+// answer submits prompts with p as request id and answers through run: streamed when
+// f.Stream, else one JSON response once every sequence has finished.
+// Requests still running when it returns (the client left) are aborted.
+func (b *backend) answer(w http.ResponseWriter, r *http.Request, id string, run requestRun, prompts []promptInput, p engine.SamplingParams, f *samplingFields) error {
+	ts, aerr := b.submit(id, prompts, p, f.Priority)
+	if aerr != nil {
+		return aerr
+	}
+	defer b.abort(ts)
+	if f.Stream {
+		run.stream(r.Context(), newSSE(w), ts)
+		return nil
+	}
+	if aerr := b.collectAll(r.Context(), ts); aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, run.response(ts))
 	return nil
 }
 

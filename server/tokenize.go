@@ -59,11 +59,8 @@ type tokenizeResponse struct {
 // model length is refused (400), here before it is tokenized to the end.
 func (b *backend) tokenize(w http.ResponseWriter, r *http.Request) error {
 	var req tokenizeRequest
-	if err := b.decodeJSON(w, r, &req); err != nil {
+	if err := b.decodeRequest(w, r, &req); err != nil {
 		return err
-	}
-	if aerr := b.checkModel(req.Model); aerr != nil {
-		return aerr
 	}
 	var ids []int32
 	switch {

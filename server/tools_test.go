@@ -3,11 +3,12 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"pagoda/engine"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"pagoda/engine"
 )
 
 func TestToolParsers(t *testing.T) {
