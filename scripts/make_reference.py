@@ -27,22 +27,24 @@ import llama_cpp
 import numpy as np
 from llama_cpp import Llama, __version__ as llama_cpp_version
 
-# llama.cpp's extra buffer types (weight repacking, AMX tiles) crash with a
-# general-protection fault on machines whose kernel does not grant AMX tile
-# state to the process; the plain CPU path is the reference.
-_default_model_params = llama_cpp.llama_model_default_params
 
+def disable_extra_bufts():
+    """Makes every Llama created afterwards load without llama.cpp's extra buffer
+    types (weight repacking, AMX tiles): the plain CPU path. They also crash with a
+    general-protection fault on machines whose kernel does not grant AMX tile state
+    to the process."""
+    default = llama_cpp.llama_model_default_params
 
-def _model_params_without_extra_bufts():
-    p = _default_model_params()
-    p.use_extra_bufts = False
-    return p
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    llama_cpp.llama_model_default_params = params
+    llama_cpp.llama.llama_cpp.llama_model_default_params = params
 
 
 REPACK = "--repack" in sys.argv[3:]
-if not REPACK:
-    llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
-    llama_cpp.llama.llama_cpp.llama_model_default_params = _model_params_without_extra_bufts
 
 N_PREDICT = 48
 N_THREADS = 2
@@ -81,8 +83,30 @@ def log_softmax(x):
     return x - (m + np.log(np.exp(x - m).sum()))
 
 
+def greedy(llm, toks, n):
+    """Evaluates the prompt toks from a reset state, then greedy-decodes up to n
+    tokens (stopping after EOS): the ids, and each step's chosen id, its
+    log-probability and the top-5 [id, logprob] pairs."""
+    llm.reset()
+    llm.eval(toks)
+    steps, ids = [], []
+    for _ in range(n):
+        lp = log_softmax(np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32))
+        order = np.argsort(-lp, kind="stable")[:5]
+        tid = int(order[0])
+        steps.append({"id": tid, "logprob": float(lp[tid]),
+                      "top": [[int(i), float(lp[i])] for i in order]})
+        ids.append(tid)
+        if tid == llm.token_eos():
+            break
+        llm.eval([tid])
+    return ids, steps
+
+
 def main():
     path, out = sys.argv[1], sys.argv[2]
+    if not REPACK:
+        disable_extra_bufts()
     # n_batch 1: every token, prompt included, goes through llama.cpp's
     # decode path. Its batched prompt path sums in another order (tinyBLAS),
     # and on SmolLM2 (activations ~2e4, int8-quantized between layers) such
@@ -101,19 +125,7 @@ def main():
             continue
         text = p if kind == "text" else render_chat(template, p, bos, eos)
         toks = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
-        llm.reset()
-        llm.eval(toks)
-        steps, ids = [], []
-        for _ in range(N_PREDICT):
-            lp = log_softmax(np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32))
-            order = np.argsort(-lp, kind="stable")[:5]
-            tid = int(order[0])
-            steps.append({"id": tid, "logprob": float(lp[tid]),
-                          "top": [[int(i), float(lp[i])] for i in order]})
-            ids.append(tid)
-            if tid == llm.token_eos():
-                break
-            llm.eval([tid])
+        ids, steps = greedy(llm, toks, N_PREDICT)
         case = {"kind": kind, "prompt": text, "prompt_tokens": [int(t) for t in toks],
                 "completion": llm.detokenize(ids).decode("utf-8", "replace"),
                 "completion_tokens": ids, "steps": steps}
