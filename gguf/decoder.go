@@ -79,6 +79,24 @@ func (d *decoder) str(what string) (string, error) {
 	return string(b), nil
 }
 
+// uniqueName reads the name of a metadata key or a tensor (what, in
+// errors), which must be non-empty and not yet in seen, and from then on
+// locates errors at kind and the name.
+func (d *decoder) uniqueName(what, kind string, seen map[string]int) (string, error) {
+	name, err := d.str(what)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", d.errorf(ErrInvalid, "empty %s", what)
+	}
+	d.where = fmt.Sprintf("%s %q", kind, name)
+	if _, dup := seen[name]; dup {
+		return "", d.errorf(ErrDuplicated, "duplicate %s", what)
+	}
+	return name, nil
+}
+
 // alignUp rounds pos up to a multiple of a (a power of two), saturating
 // rather than overflowing.
 func alignUp(pos int64, a int) int64 {

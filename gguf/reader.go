@@ -116,16 +116,9 @@ func (f *File) readKVs(d *decoder, n int) error {
 		if i > 0 {
 			d.where += fmt.Sprintf(" (after key %q)", f.KV[i-1].Key)
 		}
-		key, err := d.str("key")
+		key, err := d.uniqueName("key", "key", f.kvIndex)
 		if err != nil {
 			return err
-		}
-		if key == "" {
-			return d.errorf(ErrInvalid, "empty key")
-		}
-		d.where = fmt.Sprintf("key %q", key)
-		if _, dup := f.kvIndex[key]; dup {
-			return d.errorf(ErrDuplicated, "duplicate key")
 		}
 		t, err := d.u32("value type")
 		if err != nil {

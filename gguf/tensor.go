@@ -66,16 +66,9 @@ func (f *File) readTensorInfos(d *decoder, n int) error {
 	f.tensorIndex = make(map[string]int, n)
 	for i := range n {
 		d.where = fmt.Sprintf("tensor info %d", i)
-		name, err := d.str("name")
+		name, err := d.uniqueName("tensor name", "tensor", f.tensorIndex)
 		if err != nil {
 			return err
-		}
-		if name == "" {
-			return d.errorf(ErrInvalid, "empty tensor name")
-		}
-		d.where = fmt.Sprintf("tensor %q", name)
-		if _, dup := f.tensorIndex[name]; dup {
-			return d.errorf(ErrDuplicated, "duplicate tensor name")
 		}
 		ti, err := f.readTensorInfo(d, name)
 		if err != nil {

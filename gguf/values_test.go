@@ -20,35 +20,35 @@ func accessorFile(t *testing.T) *File {
 	return f
 }
 
+// accessorWant is what an accessor should return for a key.
+type accessorWant[T any] struct {
+	v  T
+	ok bool
+}
+
+// checkAccessor compares get(key) with want for every key of cases; eq
+// compares the values.
+func checkAccessor[T any](t *testing.T, name string, get func(string) (T, bool), eq func(a, b T) bool, cases map[string]accessorWant[T]) {
+	t.Helper()
+	for key, want := range cases {
+		if v, ok := get(key); !eq(v, want.v) || ok != want.ok {
+			t.Errorf("%s(%q) = %v, %v; want %v, %v", name, key, v, ok, want.v, want.ok)
+		}
+	}
+}
+
+func equal[T comparable](a, b T) bool { return a == b }
+
 func TestScalarAccessors(t *testing.T) {
 	f := accessorFile(t)
-	uints := map[string]struct {
-		v  uint64
-		ok bool
-	}{"u8": {200, true}, "i8": {0, false}, "u32": {4000000000, true}, "u64": {math.MaxUint64, true}, "i64": {0, false}, "f32": {0, false}, "s": {0, false}, "missing": {0, false}}
-	for key, want := range uints {
-		if v, ok := f.Uint(key); v != want.v || ok != want.ok {
-			t.Errorf("Uint(%q) = %d, %v; want %d, %v", key, v, ok, want.v, want.ok)
-		}
-	}
-	ints := map[string]struct {
-		v  int64
-		ok bool
-	}{"i8": {-100, true}, "u16": {60000, true}, "i32": {-2000000000, true}, "i64": {math.MinInt64, true}, "u64": {0, false}, "t": {0, false}}
-	for key, want := range ints {
-		if v, ok := f.Int(key); v != want.v || ok != want.ok {
-			t.Errorf("Int(%q) = %d, %v; want %d, %v", key, v, ok, want.v, want.ok)
-		}
-	}
-	floats := map[string]struct {
-		v  float64
-		ok bool
-	}{"f32": {-1.25, true}, "f64": {math.Pi, true}, "i16": {-30000, true}, "u64": {math.MaxUint64, true}, "s": {0, false}}
-	for key, want := range floats {
-		if v, ok := f.Float(key); !near(v, want.v, 0) || ok != want.ok {
-			t.Errorf("Float(%q) = %v, %v; want %v, %v", key, v, ok, want.v, want.ok)
-		}
-	}
+	checkAccessor(t, "Uint", f.Uint, equal, map[string]accessorWant[uint64]{"u8": {200, true}, "i8": {0, false},
+		"u32": {4000000000, true}, "u64": {math.MaxUint64, true}, "i64": {0, false}, "f32": {0, false}, "s": {0, false},
+		"missing": {0, false}})
+	checkAccessor(t, "Int", f.Int, equal, map[string]accessorWant[int64]{"i8": {-100, true}, "u16": {60000, true},
+		"i32": {-2000000000, true}, "i64": {math.MinInt64, true}, "u64": {0, false}, "t": {0, false}})
+	checkAccessor(t, "Float", f.Float, func(a, b float64) bool { return near(a, b, 0) },
+		map[string]accessorWant[float64]{"f32": {-1.25, true}, "f64": {math.Pi, true}, "i16": {-30000, true},
+			"u64": {math.MaxUint64, true}, "s": {0, false}})
 	if b, ok := f.Bool("t"); !b || !ok {
 		t.Error("Bool(t)")
 	}
