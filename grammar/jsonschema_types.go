@@ -159,16 +159,9 @@ func keyNotIn(words []string) *node {
 
 // array translates an array schema: items with minItems..maxItems, or a tuple (prefixItems).
 func (c *schemaConv) array(s *jvalue, name, path string) (*node, error) {
-	lo, err := count(s, "minItems", 0, path)
+	lo, hi, err := bounds(s, "minItems", "maxItems", path)
 	if err != nil {
 		return nil, err
-	}
-	hi, err := count(s, "maxItems", -1, path)
-	if err != nil {
-		return nil, err
-	}
-	if hi >= 0 && hi < lo {
-		return nil, schemaErr(path, "maxItems %d below minItems %d", hi, lo)
 	}
 	comma := seq(lit(","), ref("space"))
 	if pre, ok := s.get("prefixItems"); ok {
@@ -249,18 +242,26 @@ func count(s *jvalue, kw string, def int, path string) (int, error) {
 	return n, nil
 }
 
-// str translates a string schema: a format, a pattern, or characters minLength..maxLength.
-func (c *schemaConv) str(s *jvalue, path string) (*node, error) {
-	lo, err := count(s, "minLength", 0, path)
-	if err != nil {
-		return nil, err
+// bounds reads the counts minKw (default 0) and maxKw (default -1: no
+// bound), which must not cross.
+func bounds(s *jvalue, minKw, maxKw, path string) (lo, hi int, err error) {
+	if lo, err = count(s, minKw, 0, path); err != nil {
+		return 0, 0, err
 	}
-	hi, err := count(s, "maxLength", -1, path)
-	if err != nil {
-		return nil, err
+	if hi, err = count(s, maxKw, -1, path); err != nil {
+		return 0, 0, err
 	}
 	if hi >= 0 && hi < lo {
-		return nil, schemaErr(path, "maxLength %d below minLength %d", hi, lo)
+		return 0, 0, schemaErr(path, "%s %d below %s %d", maxKw, hi, minKw, lo)
+	}
+	return lo, hi, nil
+}
+
+// str translates a string schema: a format, a pattern, or characters minLength..maxLength.
+func (c *schemaConv) str(s *jvalue, path string) (*node, error) {
+	lo, hi, err := bounds(s, "minLength", "maxLength", path)
+	if err != nil {
+		return nil, err
 	}
 	_, hasLen := s.get("minLength")
 	if _, ok := s.get("maxLength"); ok {
