@@ -32,12 +32,23 @@ func ranks(rs ...int) []int32 {
 	return ids
 }
 
-var filterCases = []struct {
+// filterCase is a sampling setting and the tokens it keeps.
+type filterCase struct {
 	name   string
 	edit   func(*Params)
 	logits []float32 // nil = permLogits
 	want   []int32   // kept ids, sorted
-}{
+}
+
+// input is the case's logits.
+func (tt filterCase) input() []float32 {
+	if tt.logits == nil {
+		return permLogits()
+	}
+	return tt.logits
+}
+
+var filterCases = []filterCase{
 	{"no filter", func(p *Params) {}, nil, ranks(0, 1, 2, 3, 4, 5, 6)},
 	{"top_k 3", func(p *Params) { p.TopK = 3 }, nil, ranks(0, 1, 2)},
 	{"top_k beyond vocab", func(p *Params) { p.TopK = 10 }, nil, ranks(0, 1, 2, 3, 4, 5, 6)},
@@ -86,10 +97,7 @@ func keptIDs(sup support) []int32 {
 func TestFilter(t *testing.T) {
 	for _, tt := range filterCases {
 		t.Run(tt.name, func(t *testing.T) {
-			logits := tt.logits
-			if logits == nil {
-				logits = permLogits()
-			}
+			logits := tt.input()
 			p := DefaultParams()
 			tt.edit(&p)
 			s := New(p, nil)
@@ -128,13 +136,9 @@ func checkWeights(t *testing.T, sup support, logits []float32, temp float64) {
 func TestSampledSupport(t *testing.T) {
 	for _, tt := range filterCases {
 		t.Run(tt.name, func(t *testing.T) {
-			logits := tt.logits
-			if logits == nil {
-				logits = permLogits()
-			}
 			p := withSeed(DefaultParams(), 2024)
 			tt.edit(&p)
-			got := supportOf(draws(t, New(p, nil), logits, 5000))
+			got := supportOf(draws(t, New(p, nil), tt.input(), 5000))
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("sampled support %v, want %v", got, tt.want)
 			}
