@@ -84,7 +84,7 @@ func (c *chatRun) response(ts []*tracker) any {
 		resp.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
 	}
 	for _, o := range t.outs {
-		ch := chatChoice{Index: o.Index, Message: c.message(o), FinishReason: finishPtr(o), StopReason: o.StopReason}
+		ch := chatChoice{Index: o.Index, Message: c.message(o), finish: finishOf(o)}
 		if c.callsFinish(ch.Message.ToolCalls) {
 			ch.FinishReason = ptr("tool_calls")
 		}
@@ -132,7 +132,7 @@ func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 		if c.tools.mode != toolsNone {
 			return c.toolChunk(o, ts[0].outs[o.Index])
 		}
-		ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
+		ch := chatChunkChoice{Index: o.Index, finish: finishOf(o)}
 		if o.Text != "" {
 			text := o.Text
 			ch.Delta.Content = &text
@@ -169,7 +169,7 @@ func (c *chatRun) chunk(choices ...chatChunkChoice) chatChunk {
 // the function's name and arguments for each call).
 func (c *chatRun) heldChunk(o engine.CompletionOutput) chatChunk {
 	m := c.message(o)
-	ch := chatChunkChoice{Index: o.Index, Delta: chatDelta{Content: m.Content}, FinishReason: finishPtr(o), StopReason: o.StopReason}
+	ch := chatChunkChoice{Index: o.Index, Delta: chatDelta{Content: m.Content}, finish: finishOf(o)}
 	for i, tc := range m.ToolCalls {
 		ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: i, ID: tc.ID, Type: tc.Type, Function: tc.Function})
 	}

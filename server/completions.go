@@ -58,7 +58,7 @@ func (c *completionRun) response(ts []*tracker) any {
 		Usage: totalUsage(ts)}
 	for i, t := range ts {
 		for _, o := range t.outs {
-			ch := completionChoice{Index: i*c.n + o.Index, Text: o.Text, FinishReason: finishPtr(o), StopReason: o.StopReason}
+			ch := completionChoice{Index: i*c.n + o.Index, Text: o.Text, finish: finishOf(o)}
 			offset := 0
 			if c.req.Echo {
 				ch.Text = c.prompts[i].text + o.Text
@@ -97,7 +97,7 @@ func (c *completionRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 // chunk is the event of one output delta (nil when it carries nothing).
 func (c *completionRun) chunk(t *tracker, prompt int, o engine.CompletionOutput) any {
 	idx := prompt*c.n + o.Index
-	ch := completionChoice{Index: idx, Text: o.Text, FinishReason: finishPtr(o), StopReason: o.StopReason}
+	ch := completionChoice{Index: idx, Text: o.Text, finish: finishOf(o)}
 	if c.req.Echo && !c.echoed[idx] {
 		c.echoed[idx] = true
 		ch.Text = c.prompts[prompt].text + o.Text

@@ -143,14 +143,20 @@ type completionResponse struct {
 }
 
 type completionChoice struct {
-	Index        int                 `json:"index"`
-	Text         string              `json:"text"`
-	Logprobs     *completionLogprobs `json:"logprobs"`
-	FinishReason *string             `json:"finish_reason"`
-	StopReason   any                 `json:"stop_reason"`
+	Index    int                 `json:"index"`
+	Text     string              `json:"text"`
+	Logprobs *completionLogprobs `json:"logprobs"`
+	finish
 	// PromptLogprobs is vLLM's prompt_logprobs: one entry per prompt
 	// token, null for the first.
 	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
+}
+
+// finish ends every choice: how its sequence finished, both null while
+// it runs (in every chunk but its last).
+type finish struct {
+	FinishReason *string `json:"finish_reason"`
+	StopReason   any     `json:"stop_reason"`
 }
 
 // promptLogprob is one token of a prompt_logprobs entry (vLLM's Logprob).
@@ -182,11 +188,10 @@ type chatResponse struct {
 }
 
 type chatChoice struct {
-	Index        int           `json:"index"`
-	Message      chatOutput    `json:"message"`
-	Logprobs     *chatLogprobs `json:"logprobs"`
-	FinishReason *string       `json:"finish_reason"`
-	StopReason   any           `json:"stop_reason"`
+	Index    int           `json:"index"`
+	Message  chatOutput    `json:"message"`
+	Logprobs *chatLogprobs `json:"logprobs"`
+	finish
 }
 
 // chatOutput is the message of a choice: content is null when the model
@@ -209,11 +214,10 @@ type chatChunk struct {
 }
 
 type chatChunkChoice struct {
-	Index        int           `json:"index"`
-	Delta        chatDelta     `json:"delta"`
-	Logprobs     *chatLogprobs `json:"logprobs"`
-	FinishReason *string       `json:"finish_reason"`
-	StopReason   any           `json:"stop_reason"`
+	Index    int           `json:"index"`
+	Delta    chatDelta     `json:"delta"`
+	Logprobs *chatLogprobs `json:"logprobs"`
+	finish
 }
 
 type chatDelta struct {

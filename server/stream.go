@@ -131,11 +131,11 @@ func totalUsage(ts []*tracker) *usage {
 	return newUsage(prompt, completion, cached)
 }
 
-// finishPtr is the JSON finish_reason: null while the sequence runs.
-func finishPtr(c engine.CompletionOutput) *string {
-	if c.FinishReason == "" {
-		return nil
+// finishOf is how o's sequence finished, if it has.
+func finishOf(o engine.CompletionOutput) finish {
+	if o.FinishReason == "" {
+		return finish{StopReason: o.StopReason}
 	}
-	r := c.FinishReason
-	return &r
+	r := o.FinishReason
+	return finish{FinishReason: &r, StopReason: o.StopReason}
 }

@@ -51,7 +51,7 @@ func (c *chatRun) toolChunk(o, full engine.CompletionOutput) any {
 
 // namedChunk sends the arguments of a named tool choice as they come.
 func (c *chatRun) namedChunk(s *toolStream, o engine.CompletionOutput) any {
-	ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
+	ch := chatChunkChoice{Index: o.Index, finish: finishOf(o)}
 	if d := (toolCallDelta{Function: toolCallFunc{Arguments: o.Text}}); !s.started || o.Text != "" {
 		if !s.started {
 			d.ID, d.Type, d.Function.Name = newToolCallID(), "function", c.tools.name
@@ -101,7 +101,7 @@ func (c *chatRun) autoText(s *toolStream, o, full engine.CompletionOutput) any {
 // autoEnd ends an auto tool choice's stream: the calls read from the whole
 // output, or the text not sent yet.
 func (c *chatRun) autoEnd(s *toolStream, o, full engine.CompletionOutput) any {
-	ch := chatChunkChoice{Index: o.Index, FinishReason: finishPtr(o), StopReason: o.StopReason}
+	ch := chatChunkChoice{Index: o.Index, finish: finishOf(o)}
 	if _, calls, ok := c.tools.calls(full.Text); ok {
 		for i, tc := range calls {
 			ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: i, ID: tc.ID, Type: tc.Type, Function: tc.Function})
