@@ -62,9 +62,10 @@ csv=$(IFS=,; echo "${threads[*]}")
 "$pagoda" bench latency --model "$model" --threads "$csv" --pp "$pp" --tg "$tg" --reps "$reps" \
   --batch 1 --batch-steps 1 --output-json "$tmp/pagoda.json" "${norepack[@]}" >&2
 
-LLAMA_EXTRA_BUFTS="$mode" "$venv/bin/python" - "$model" "$pp" "$tg" "$reps" "$tmp/pagoda.json" "${threads[@]}" <<'PY'
+LLAMA_EXTRA_BUFTS="$mode" PYTHONPATH="$here/scripts" "$venv/bin/python" - "$model" "$pp" "$tg" "$reps" "$tmp/pagoda.json" "${threads[@]}" <<'PY'
 import json, os, random, statistics, subprocess, sys, time
 import llama_cpp
+from make_reference import use_extra_bufts
 
 model, pp, tg, reps, pj = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 threads = [int(t) for t in sys.argv[6:]]
@@ -72,13 +73,7 @@ threads = [int(t) for t in sys.argv[6:]]
 # The shell above chose llama.cpp's extra buffer types (on or off) and pagoda's matching mode.
 mode = os.environ["LLAMA_EXTRA_BUFTS"]
 extra = mode == "on"
-_default_params = llama_cpp.llama_model_default_params
-def _params():
-    p = _default_params()
-    p.use_extra_bufts = extra
-    return p
-llama_cpp.llama_model_default_params = _params
-llama_cpp.llama.llama_cpp.llama_model_default_params = _params
+use_extra_bufts(extra)
 pagoda = {(r["threads"], r["test"]): r["tokens_per_second"] for r in json.load(open(pj))["results"]}
 
 def measure(n_threads):

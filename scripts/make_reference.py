@@ -28,16 +28,16 @@ import numpy as np
 from llama_cpp import Llama, __version__ as llama_cpp_version
 
 
-def disable_extra_bufts():
-    """Makes every Llama created afterwards load without llama.cpp's extra buffer
-    types (weight repacking, AMX tiles): the plain CPU path. They also crash with a
-    general-protection fault on machines whose kernel does not grant AMX tile state
-    to the process."""
+def use_extra_bufts(on):
+    """Makes every Llama created afterwards load with llama.cpp's extra buffer types
+    (weight repacking, AMX tiles) or, when not on, without them: the plain CPU path.
+    They crash with a general-protection fault on machines whose kernel does not
+    grant AMX tile state to the process."""
     default = llama_cpp.llama_model_default_params
 
     def params():
         p = default()
-        p.use_extra_bufts = False
+        p.use_extra_bufts = on
         return p
 
     llama_cpp.llama_model_default_params = params
@@ -105,8 +105,7 @@ def greedy(llm, toks, n):
 
 def main():
     path, out = sys.argv[1], sys.argv[2]
-    if not REPACK:
-        disable_extra_bufts()
+    use_extra_bufts(REPACK)
     # n_batch 1: every token, prompt included, goes through llama.cpp's
     # decode path. Its batched prompt path sums in another order (tinyBLAS),
     # and on SmolLM2 (activations ~2e4, int8-quantized between layers) such

@@ -21,12 +21,12 @@ import sys
 from llama_cpp import Llama, __version__ as llama_cpp_version
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts"))
-from make_reference import disable_extra_bufts, greedy  # noqa: E402
+from make_reference import greedy, use_extra_bufts  # noqa: E402
 
 
 def main():
     model, public_ref, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    disable_extra_bufts()  # no weight repacking: the plain CPU path
+    use_extra_bufts(False)  # no weight repacking: the plain CPU path
     ref = json.load(open(public_ref))
     llm = Llama(model_path=model, n_ctx=512, n_threads=2, n_batch=1, n_ubatch=1,
                 logits_all=True, verbose=False, flash_attn=True)
