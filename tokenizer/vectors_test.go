@@ -26,16 +26,7 @@ func TestGGMLVocabVectors(t *testing.T) {
 // TestStoriesPromptTokens reproduces the prompt ids llama.cpp produced for stories260K (BOS
 // added, as llama-server does).
 func TestStoriesPromptTokens(t *testing.T) {
-	var ref struct {
-		Cases []struct {
-			Prompt       string  `json:"prompt"`
-			PromptTokens []int32 `json:"prompt_tokens"`
-		} `json:"cases"`
-	}
-	readJSON(t, testmodel.StoriesReference(t), &ref)
-	if len(ref.Cases) == 0 {
-		t.Fatal("no prompts in the reference file")
-	}
+	ref := testmodel.ReadReference(t, testmodel.StoriesReference(t))
 	tk := storiesTokenizer(t)
 	for i, p := range ref.Cases {
 		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package testmodel locates the models and data that pagoda's tests read,
 // and fails the test (never skips it) when one is missing, naming the
-// command that provides it. Tests import it; the binary does not.
+// command that provides it; ReadReference reads llama.cpp's reference
+// outputs. Tests import it; the binary does not.
 //
 // Two places hold test data:
 //

@@ -89,3 +89,25 @@ func TestOutsideRepository(t *testing.T) {
 	}()
 	Repo(StoriesGGUF)
 }
+
+// ReadReference reads both references' cases and steps, and fails on a file
+// without cases.
+func TestReadReference(t *testing.T) {
+	for _, path := range []string{StoriesReference(t), SmolReference(t)} {
+		ref := ReadReference(t, path)
+		c := ref.Cases[0]
+		if len(c.PromptTokens) == 0 || len(c.Steps) == 0 || len(c.Steps[0].Top) != 5 ||
+			int32(c.Steps[0].Top[0][0]) != c.Steps[0].ID || c.Steps[0].Top[0][1] != c.Steps[0].Logprob {
+			t.Fatalf("%s: first case %+v", path, c)
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte(`{"cases": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeTB{TB: t}
+	ReadReference(f, empty)
+	if !strings.Contains(f.msg, "no cases") {
+		t.Errorf("empty reference: message %q", f.msg)
+	}
+}

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"pagoda/internal/testalloc"
 	"testing"
+
+	"pagoda/internal/testalloc"
 
 	"pagoda/internal/testmodel"
 	"pagoda/kernels"

@@ -1,12 +1,11 @@
 package llama
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"pagoda/gguf"
 	"pagoda/internal/refmath"
+	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
 
@@ -14,39 +13,11 @@ import (
 // AVX-512 machine (testdata/make_stories_flash_reference.py).
 const storiesFlashRefPath = "testdata/stories260k-flash.json"
 
-// refFile is a llama.cpp greedy reference: per prompt, 64 steps with the
-// chosen id, its log-probability and the top-5 [id, logprob] pairs.
-type refFile struct {
-	Cases []refCase `json:"cases"`
-}
-
-type refCase struct {
-	Prompt       string    `json:"prompt"`
-	PromptTokens []int32   `json:"prompt_tokens"`
-	Steps        []refStep `json:"steps"`
-}
-
-type refStep struct {
-	ID      int32       `json:"id"`
-	Logprob float64     `json:"logprob"`
-	Top     [][]float64 `json:"top"`
-}
-
-func readRef(t *testing.T, path string) refFile {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reference: %v", err)
-	}
-	var r refFile
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("reference %s: %v", path, err)
-	}
-	if len(r.Cases) == 0 {
-		t.Fatalf("reference %s has no cases", path)
-	}
-	return r
-}
+// The llama.cpp references the tests compare with.
+type (
+	refCase = testmodel.RefCase
+	refStep = testmodel.RefStep
+)
 
 // openModel loads a GGUF model with the given options.
 func openModel(t testing.TB, path string, opt Options) *Model {

@@ -88,7 +88,7 @@ func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
 // quantization those last-bit differences move log-probabilities by up to
 // ~2e-2, so they are checked within 5e-2 only.
 func TestSynthQ4_0AgainstLlamaCpp(t *testing.T) {
-	ref := readRef(t, "testdata/synth-q4_0-repack.json")
+	ref := testmodel.ReadReference(t, "testdata/synth-q4_0-repack.json")
 	vocab, err := gguf.Open(testmodel.Vocab(t, "llama-spm"))
 	if err != nil {
 		t.Fatal(err)

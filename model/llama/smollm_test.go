@@ -24,7 +24,7 @@ import (
 // reference's and every chosen token's log-probability must agree to 1e-4
 // (in practice they are identical to float32 rounding of the logits).
 func TestSmolLM2(t *testing.T) {
-	ref := readRef(t, testmodel.SmolReference(t))
+	ref := testmodel.ReadReference(t, testmodel.SmolReference(t))
 	m := openModel(t, testmodel.Default(t), Options{Threads: 2})
 	cases, steps := ref.Cases, 48
 	if raceEnabled {

@@ -74,7 +74,7 @@ func storiesCache(t *testing.T, m *Model, n, bs int, typ model.KVType) (*model.K
 // other orders). BF16 caches are less precise than the reference and may
 // break its near-ties the other way.
 func TestStories260K(t *testing.T) {
-	ref := readRef(t, testmodel.StoriesReference(t))
+	ref := testmodel.ReadReference(t, testmodel.StoriesReference(t))
 	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
 	cases := []struct {
 		bs             int
@@ -117,7 +117,7 @@ func TestStories260K(t *testing.T) {
 // weights, 8-wide heads and 172-wide FFN exercise the float dot products'
 // tails, which SmolLM2 does not.
 func TestStories260KFlashExact(t *testing.T) {
-	ref := readRef(t, storiesFlashRefPath)
+	ref := testmodel.ReadReference(t, storiesFlashRefPath)
 	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
 	cases := []struct {
 		bs  int
