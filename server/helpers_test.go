@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
-
 	dto "github.com/prometheus/client_model/go"
 
 	"pagoda/engine"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
+	_ "pagoda/model/llama" // registers llama, mistral and qwen2
 )
 
 // testTemplate is the chat template the tests give the stories model.

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"pagoda/internal/testmodel"
-
 	"pagoda/engine"
+	"pagoda/internal/testmodel"
 )
 
 // Requests a client can send that the server must refuse with a 400 naming
