@@ -73,7 +73,8 @@ mpi-deps:
 # internal/testmodel); package dist again with -tags mpi, whose tests run
 # two ranks under mpirun (and fail when mpirun is missing), and the engine's
 # and serve's tensor-parallel tests the same way (TP=2 under mpirun equals
-# TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both).
+# TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both;
+# dual-batch overlap on equals off bit for bit at TP=2 and TP=4).
 test: model vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'

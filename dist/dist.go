@@ -72,8 +72,10 @@ type Comm interface {
 	Close() error
 }
 
-// Request is a nonblocking operation in flight.
-type Request interface {
+// Request is a nonblocking operation in flight. It is an alias of an
+// unnamed interface type (as model.Request is), so that a Comm is a
+// model.Reducer without dist importing model.
+type Request = interface {
 	// Wait blocks until the operation completes (or fails, or times out).
 	Wait() error
 	// Test reports whether the operation completed, advancing it; after

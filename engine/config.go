@@ -33,6 +33,13 @@ type Config struct {
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.
 	Bucketing bucket.Options
+	// DBO is dual-batch overlap (--enable-dbo and its thresholds): the
+	// scheduler splits the steps over the thresholds into two micro-batches
+	// (sched.Step.Split, broadcast with the step), and the runner overlaps
+	// one micro-batch's all-reduces with the other's compute. Results are
+	// the same bit for bit; without tensor parallelism there is nothing to
+	// overlap.
+	DBO sched.DBO
 	// TensorParallel, when set with Size() > 1, makes this engine rank 0
 	// of a tensor-parallel group: it loads rank 0's shard and broadcasts
 	// every step to the other ranks, which run Follow (see tp.go). nil: one
@@ -60,6 +67,7 @@ func DefaultConfig(modelPath string) Config {
 		MaxNumBatchedTokens: 2048,
 		EnablePrefixCaching: true,
 		Bucketing:           defaultBucketing(),
+		DBO:                 sched.DefaultDBO(),
 	}
 }
 
@@ -103,7 +111,7 @@ func (c *Config) validate() error {
 	case c.Threads < 0:
 		return fmt.Errorf("--threads must be ≥ 0, got %d", c.Threads)
 	}
-	return sched.Config{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens}.Validate()
+	return sched.Config{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, DBO: c.DBO}.Validate()
 }
 
 // cacheSizes returns the device and host block counts for a model.

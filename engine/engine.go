@@ -120,7 +120,7 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 		return nil, err
 	}
 	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
-		Preemption: cfg.Preemption}, blocks)
+		Preemption: cfg.Preemption, DBO: cfg.DBO}, blocks)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,8 @@ func (e *Engine) Step() error {
 	if err != nil {
 		return e.failAll(err)
 	}
-	if err := e.broadcastStep(&out.Step); err != nil {
+	bcast, err := e.broadcastStep(&out.Step)
+	if err != nil {
 		return e.failAll(err)
 	}
 	res, err := e.runner.Execute(&out.Step)
@@ -293,7 +294,7 @@ func (e *Engine) Step() error {
 		return e.failAll(err)
 	}
 	touched := e.process(out, res.Logits, res.Rows)
-	e.publish(out, res.Stats, start)
+	e.publish(out, res.Stats, bcast, start)
 	e.emitAll(touched)
 	return nil
 }

@@ -17,6 +17,19 @@ type StepInfo struct {
 	// Duration − Forward is the engine's and runner's own per-step work
 	// (scheduling, batch building, plan lookup, sampling, bookkeeping).
 	Forward time.Duration
+	// Compute, Comm and Wait split the step's tensor-parallel work (see
+	// runner.Stats): Compute is Forward outside communication calls; Comm
+	// the time inside nonblocking communication calls (broadcasting the
+	// step, starting all-reduces, driving them between kernels); Wait the
+	// time blocked on an all-reduce (a slower peer, or data still on the
+	// link: the communication computation did not hide). One process:
+	// Compute = Forward, Comm = Wait = 0.
+	Compute, Comm, Wait time.Duration
+	// AllReduces counts the all-reduces of the forward pass.
+	AllReduces int
+	// MicroBatches is 2 when the step ran as two micro-batches (dual-batch
+	// overlap, Step.Split), else 1.
+	MicroBatches int
 	// PlanTokens are the query tokens of the bucket whose plan ran the step
 	// (0: eager, or no bucket fit); PlanTokens − Tokens is its padding,
 	// which is never computed.
@@ -39,13 +52,15 @@ func (e *Engine) OnStep(f func(StepInfo)) { e.onStep = f }
 
 // publish makes the step's statistics visible: the stats snapshot, then
 // the OnStep hook.
-func (e *Engine) publish(out *sched.Output, st runner.Stats, start time.Time) {
+// bcast is the time rank 0 spent broadcasting the step.
+func (e *Engine) publish(out *sched.Output, st runner.Stats, bcast time.Duration, start time.Time) {
 	e.publishStats()
 	if e.onStep == nil || len(out.Seqs) == 0 {
 		return
 	}
 	e.onStep(StepInfo{Seqs: len(out.Seqs), Tokens: out.NumBatchedTokens, Duration: time.Since(start),
-		Forward: st.Forward, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles,
+		Forward: st.Forward, Compute: st.Compute, Comm: st.Comm + bcast, Wait: st.Wait, AllReduces: st.AllReduces,
+		MicroBatches: st.MicroBatches, PlanTokens: st.PlanTokens, Tiles: st.Tiles, PlanTiles: st.PlanTiles,
 		Masks: e.masks.n, MaskTime: e.masks.total, MaskMax: e.masks.max})
 }
 

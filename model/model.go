@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"pagoda/gguf"
 )
@@ -120,11 +121,59 @@ type LoadOptions struct {
 
 // Reducer is what tensor parallelism needs from the communication layer
 // (dist.Comm implements it): this process's rank of Size, and an
-// all-reduce (sum, in place) of float32 activations.
+// all-reduce (sum, in place) of float32 activations, blocking or
+// nonblocking. Dual-batch overlap starts one micro-batch's all-reduce
+// (IAllReduce), computes the other micro-batch while it is in flight,
+// calling Progress between kernels (MPI advances a nonblocking collective
+// only inside MPI calls), then waits for it.
 type Reducer interface {
 	Rank() int
 	Size() int
 	AllReduce(x []float32) error
+	// IAllReduce starts AllReduce(x) and returns at once; x must not be
+	// touched until the request completes. Every rank starts the same
+	// all-reduces in the same order.
+	IAllReduce(x []float32) (Request, error)
+	// Progress advances the outstanding requests without blocking.
+	Progress() error
+}
+
+// Request is a nonblocking operation in flight: Wait blocks until it
+// completes, Test reports whether it has, advancing it. It is an alias of
+// an unnamed interface type, as dist.Request is, so that dist.Comm
+// satisfies Reducer without either package importing the other.
+type Request = interface {
+	Wait() error
+	Test() (done bool, err error)
+}
+
+// MicroBatcher is implemented by models that run dual-batch overlap: the
+// two micro-batches of one step (consecutive sequences of it, a then b),
+// interleaved layer stage by layer stage so that one micro-batch's
+// tensor-parallel all-reduces are in flight while the other computes.
+// The results (cache writes, logits) equal Forward's on each batch bit for
+// bit: la and lb receive a's and b's logit rows. Every rank runs the same
+// micro-batches. A sequence of b may read cache blocks a writes in the
+// same step (a's layer l runs before b's), never the other way round.
+type MicroBatcher interface {
+	ForwardMicroBatches(a, b *Batch, kv *KVCache, la, lb []float32) error
+}
+
+// CommTimer is implemented by tensor-parallel models: the time their last
+// forward pass (Forward or ForwardMicroBatches) spent on communication.
+type CommTimer interface {
+	CommTimes() CommTimes
+}
+
+// CommTimes splits a forward pass's communication time. Comm is the time
+// inside nonblocking calls (starting an all-reduce, driving outstanding
+// ones between kernels); Wait is the time blocked waiting for an
+// all-reduce to complete (a slower peer, or data still on the wire: the
+// communication that computation did not hide). The rest of the pass is
+// compute.
+type CommTimes struct {
+	Comm, Wait time.Duration
+	AllReduces int // all-reduces started
 }
 
 // Reserver is implemented by models that can size their activation

@@ -33,12 +33,20 @@ type Runner struct {
 
 	plans *plans // nil: eager (no captured plans)
 
+	microBatch            // the step, or its first micro-batch (dual-batch overlap)
+	second     microBatch // the second micro-batch of a split step
+	logits     []float32  // (logit rows, vocab)
+	rows       []Rows
+	split      sched.Splitter
+}
+
+// microBatch is a model.Batch over sequences of a step and the arrays it
+// points to that are not views into the step.
+type microBatch struct {
 	batch  model.Batch
 	tables [][]int32 // (numSeqs) views into the step's Blocks
 	qstart []int32   // (numSeqs+1) query starts of the batch's sequences
 	lidx   []int32   // (logit rows) the batch's logit rows
-	logits []float32 // (len(batch.LogitIndices), vocab)
-	rows   []Rows
 }
 
 // Options configure a runner.
@@ -64,6 +72,16 @@ type Stats struct {
 	// so that callers can tell the runner's and engine's own per-step
 	// overhead from the compute.
 	Forward time.Duration
+	// Compute, Comm and Wait split Forward with tensor parallelism
+	// (model.CommTimes): Comm is the time inside nonblocking communication
+	// calls (starting all-reduces, driving them between kernels), Wait the
+	// time blocked on an all-reduce (on a peer or the link), Compute the
+	// rest. One rank: Compute = Forward.
+	Compute, Comm, Wait time.Duration
+	// AllReduces is the number of all-reduces the forward pass started.
+	AllReduces int
+	// MicroBatches is 2 when the step ran split (dual-batch overlap), else 1.
+	MicroBatches int
 	// Plan is the plan the step ran with, nil when it ran eagerly (no
 	// plans, or no bucket fit). Its counters change with later steps.
 	Plan *Plan
@@ -110,11 +128,50 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 	if s.NumSeqs() == 0 {
 		return Result{}, nil
 	}
-	var st Stats
-	if r.plans != nil {
+	st := Stats{MicroBatches: 1}
+	mb, split := r.model.(model.MicroBatcher)
+	split = split && s.Split > 0
+	if r.plans != nil && !split {
 		st.Plan = r.plans.find(s, r.cache.Device.BlockSize)
 	}
-	r.build(s, 0, s.NumSeqs())
+	r.setRows(s)
+	need := len(s.LogitIndices) * r.vocab
+	if cap(r.logits) < need {
+		r.logits = make([]float32, need)
+	}
+	r.logits = r.logits[:need]
+	start := time.Now()
+	var err error
+	if split {
+		st.MicroBatches = 2
+		k := int(s.Split)
+		r.microBatch.build(s, 0, k)
+		r.second.build(s, k, s.NumSeqs())
+		cut := len(r.microBatch.batch.LogitIndices) * r.vocab
+		st.Tiles = kernels.AttentionTiles(r.microBatch.batch.QueryStart) + kernels.AttentionTiles(r.second.batch.QueryStart)
+		st.PlanTiles = st.Tiles
+		err = mb.ForwardMicroBatches(&r.microBatch.batch, &r.second.batch, r.cache.Device, r.logits[:cut], r.logits[cut:])
+	} else {
+		r.microBatch.build(s, 0, s.NumSeqs())
+		r.layout(&st)
+		err = r.model.Forward(&r.batch, r.cache.Device, r.logits)
+	}
+	st.Forward = time.Since(start)
+	if err != nil {
+		return Result{}, err
+	}
+	st.Compute = st.Forward
+	if ct, ok := r.model.(model.CommTimer); ok {
+		t := ct.CommTimes()
+		st.Comm, st.Wait, st.AllReduces = t.Comm, t.Wait, t.AllReduces
+		st.Compute = max(0, st.Forward-t.Comm-t.Wait)
+	}
+	return Result{Logits: r.logits, Rows: r.rows, Stats: st}, nil
+}
+
+// layout sets the attention layout of a whole-step batch: its plan's
+// worst-case tiles, or its own (eager).
+func (r *Runner) layout(st *Stats) {
 	st.Tiles = kernels.AttentionTiles(r.batch.QueryStart)
 	st.PlanTiles = st.Tiles
 	r.batch.AttnTiles = 0
@@ -122,18 +179,14 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 		r.batch.AttnTiles = st.Plan.QueryTiles
 		st.PlanTokens, st.PlanTiles = st.Plan.Tokens, max(st.Tiles, st.Plan.QueryTiles)
 	}
-	need := len(r.batch.LogitIndices) * r.vocab
-	if cap(r.logits) < need {
-		r.logits = make([]float32, need)
+}
+
+// setRows fills r.rows: where each sequence's logits are in the step's.
+func (r *Runner) setRows(s *sched.Step) {
+	r.rows = r.rows[:0]
+	for i := range s.NumSeqs() {
+		r.rows = append(r.rows, Rows{First: int(s.LogitStart[i]), Count: s.NumLogits(i)})
 	}
-	r.logits = r.logits[:need]
-	start := time.Now()
-	err := r.model.Forward(&r.batch, r.cache.Device, r.logits)
-	st.Forward = time.Since(start)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Logits: r.logits, Rows: r.rows, Stats: st}, nil
 }
 
 // check validates s and its block ids against the cache.
@@ -145,29 +198,31 @@ func (r *Runner) check(s *sched.Step) error {
 	if r.cache.Host != nil {
 		host = r.cache.Host.NumBlocks
 	}
-	return s.CheckBlocks(r.cache.Device.NumBlocks, host, r.cache.Device.BlockSize)
+	if err := s.CheckBlocks(r.cache.Device.NumBlocks, host, r.cache.Device.BlockSize); err != nil {
+		return err
+	}
+	return r.split.Check(s, r.cache.Device.BlockSize)
 }
 
-// build points the flat batch at sequences [lo, hi) of the step (a
-// micro-batch of it when not the whole step): token ids, positions, slots
-// and context lengths are views into the step; query starts and logit
-// rows are rebased to the micro-batch's first token; block tables are
-// views into the step's Blocks. It fills r.rows, one per sequence.
-func (r *Runner) build(s *sched.Step, lo, hi int) {
-	b := &r.batch
+// build points the batch at sequences [lo, hi) of the step (the whole
+// step, or one micro-batch of it): token ids, positions, slots and context
+// lengths are views into the step; query starts and logit rows are
+// rebased to the micro-batch's first token; block tables are views into
+// the step's Blocks.
+func (mb *microBatch) build(s *sched.Step, lo, hi int) {
+	b := &mb.batch
 	first, last := s.QueryStart[lo], s.QueryStart[hi]
 	b.Tokens, b.Positions, b.SlotMapping = s.Tokens[first:last], s.Positions[first:last], s.SlotMapping[first:last]
 	b.ContextLens = s.ContextLens[lo:hi]
-	r.qstart, r.lidx, r.tables, r.rows = r.qstart[:0], r.lidx[:0], r.tables[:0], r.rows[:0]
+	mb.qstart, mb.lidx, mb.tables = mb.qstart[:0], mb.lidx[:0], mb.tables[:0]
 	for i := lo; i <= hi; i++ {
-		r.qstart = append(r.qstart, s.QueryStart[i]-first)
+		mb.qstart = append(mb.qstart, s.QueryStart[i]-first)
 	}
 	for _, row := range s.LogitIndices[s.LogitStart[lo]:s.LogitStart[hi]] {
-		r.lidx = append(r.lidx, row-first)
+		mb.lidx = append(mb.lidx, row-first)
 	}
 	for i := lo; i < hi; i++ {
-		r.tables = append(r.tables, s.BlockTable(i))
-		r.rows = append(r.rows, Rows{First: int(s.LogitStart[i] - s.LogitStart[lo]), Count: s.NumLogits(i)})
+		mb.tables = append(mb.tables, s.BlockTable(i))
 	}
-	b.QueryStart, b.LogitIndices, b.BlockTables = r.qstart, r.lidx, r.tables
+	b.QueryStart, b.LogitIndices, b.BlockTables, b.AttnTiles = mb.qstart, mb.lidx, mb.tables, 0
 }

@@ -50,33 +50,39 @@ func TestExecuteDecodedStep(t *testing.T) {
 	}
 }
 
-// A micro-batch (sequences [lo, hi) of a step, as dual-batch overlap will
-// run them) computes its sequences' logits exactly as the whole step does.
-func TestMicroBatchMatchesWholeStep(t *testing.T) {
-	f := newFixture(t)
+// A step split into two micro-batches (dual-batch overlap) computes the
+// same logits, bit for bit, as the whole step, on another runner; every
+// split point of every step is tried.
+func TestExecuteSplitStep(t *testing.T) {
+	f, remote := newFixture(t), newFixture(t)
 	for i := range 4 {
 		f.add(string(rune('a'+i)), slices.Repeat([]int32{1, int32(300 + i), 400}, 1+i)...)
 	}
-	out, err := f.s.Schedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := f.r.Execute(&out.Step)
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, rows := slices.Clone(res.Logits), slices.Clone(res.Rows)
-	vocab := f.m.Config().VocabSize
-	for _, split := range [][2]int{{0, 2}, {2, 4}, {1, 3}} {
-		lo, hi := split[0], split[1]
-		f.r.build(&out.Step, lo, hi)
-		logits := make([]float32, len(f.r.batch.LogitIndices)*vocab)
-		if err := f.m.Forward(&f.r.batch, f.r.cache.Device, logits); err != nil {
+	for step := range 3 {
+		out, err := f.s.Schedule()
+		if err != nil {
 			t.Fatal(err)
 		}
-		first, last := rows[lo].First, rows[hi-1].First+rows[hi-1].Count
-		if !slices.Equal(logits, whole[first*vocab:last*vocab]) {
-			t.Fatalf("sequences [%d, %d): logits differ from the whole step's", lo, hi)
+		want, err := f.r.Execute(&out.Step)
+		if err != nil || want.Stats.MicroBatches != 1 {
+			t.Fatalf("whole step: %v (%d micro-batches)", err, want.Stats.MicroBatches)
+		}
+		wantLogits := slices.Clone(want.Logits)
+		for k := range int32(out.Step.NumSeqs()) {
+			split := out.Step
+			split.Split = k
+			got, err := remote.r.Execute(&split)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Logits, wantLogits) || !slices.Equal(got.Rows, want.Rows) || got.Stats.MicroBatches != min(2, 1+int(k)) {
+				t.Fatalf("step %d split after %d sequences: logits differ from the whole step's (%d micro-batches)", step, k, got.Stats.MicroBatches)
+			}
+		}
+		for _, sq := range out.Seqs {
+			if sq.Sample {
+				sq.Seq.Append(int32(383 + step))
+			}
 		}
 	}
 }

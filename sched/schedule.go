@@ -33,6 +33,7 @@ func (s *Scheduler) Schedule() (*Output, error) {
 	if err := s.out.Step.fill(s.out.Seqs, s.kv); err != nil {
 		return nil, err
 	}
+	s.out.Step.Split = s.split.Split(&s.out.Step, s.cfg.DBO, s.kv.BlockSize())
 	for _, sq := range s.out.Seqs {
 		sq.Seq.NumComputedTokens += sq.NumTokens
 	}

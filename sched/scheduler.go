@@ -63,6 +63,8 @@ type Config struct {
 	MaxNumSeqs          int // sequences running at once
 	MaxNumBatchedTokens int // tokens computed per step
 	Preemption          PreemptionMode
+	// DBO decides which steps run as two micro-batches (Step.Split).
+	DBO DBO
 }
 
 // Validate checks the configuration.
@@ -72,6 +74,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
 		return fmt.Errorf("--max-num-batched-tokens must be ≥ --max-num-seqs (%d), got %d", c.MaxNumSeqs, c.MaxNumBatchedTokens)
+	}
+	if c.DBO.Enable {
+		return c.DBO.Validate()
 	}
 	return nil
 }
@@ -124,6 +129,7 @@ type Scheduler struct {
 	arrivals int64
 	seqIDs   int64
 	ids      []int64 // scratch sequence ids
+	split    Splitter
 
 	// NumPreemptions counts preemptions since start; NumSwapOuts those
 	// that swapped a group out (the rest recomputed).

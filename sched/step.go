@@ -28,6 +28,7 @@ import (
 //	Blocks:          [A's 2 | B's 3 | C's 2] physical block ids, logical order
 //	LogitIndices:    [4 5]           rows of Tokens whose logits are returned, in order
 //	LogitStart:      [0 1 2 2]       logit rows of seq i: [LogitStart[i], LogitStart[i+1])
+//	Split:           2               dual-batch overlap: micro-batches A, B | C (0: one batch)
 //
 // Invariants (Validate checks them; the scheduler never breaks them): the
 // prefix arrays have numSeqs+1 entries starting at 0 and never decrease
@@ -35,7 +36,9 @@ import (
 // BlockTableStart at len(Blocks), LogitStart at len(LogitIndices); every
 // sequence computes ≥ 1 token; the tokens of sequence i sit at positions
 // ContextLens[i]−q … ContextLens[i]−1 (q its query length), in order; its
-// logit rows lie inside its own rows, increasing. CheckBlocks adds the
+// logit rows lie inside its own rows, increasing; 0 ≤ Split < numSeqs
+// (Split > 0: sequences [0, Split) form the first micro-batch, the rest
+// the second; see DBO and Splitter). CheckBlocks adds the
 // bounds a given cache imposes (block ids, slots, block-table coverage).
 //
 // Cache operations run before the forward pass: SwapOut, then SwapIn, then
@@ -54,6 +57,10 @@ type Step struct {
 	Positions    []int32
 	SlotMapping  []int32
 	LogitIndices []int32
+
+	// Split is where dual-batch overlap cuts the step: the number of
+	// sequences in the first micro-batch, 0 when the step runs as one batch.
+	Split int32
 
 	SwapOut []kvcache.Swap // device → host
 	SwapIn  []kvcache.Swap // host → device
@@ -97,6 +104,7 @@ func (s *Step) Reset() {
 	s.BlockTableStart, s.Blocks, s.LogitStart = s.BlockTableStart[:0], s.Blocks[:0], s.LogitStart[:0]
 	s.Tokens, s.Positions, s.SlotMapping, s.LogitIndices = s.Tokens[:0], s.Positions[:0], s.SlotMapping[:0], s.LogitIndices[:0]
 	s.SwapOut, s.SwapIn, s.Copies = s.SwapOut[:0], s.SwapIn[:0], s.Copies[:0]
+	s.Split = 0
 }
 
 // fill appends the sequences of seqs to the step (whose cache operations
@@ -160,6 +168,9 @@ func (s *Step) Validate() error {
 	}
 	if len(s.Positions) != len(s.Tokens) || len(s.SlotMapping) != len(s.Tokens) {
 		return invalid("%d positions and %d slots for %d tokens", len(s.Positions), len(s.SlotMapping), len(s.Tokens))
+	}
+	if s.Split < 0 || (s.Split > 0 && int(s.Split) >= n) {
+		return invalid("split after %d of %d sequences", s.Split, n)
 	}
 	if n == 0 && len(s.QueryStart) <= 1 && len(s.BlockTableStart) <= 1 && len(s.LogitStart) <= 1 {
 		if len(s.Tokens)+len(s.Blocks)+len(s.LogitIndices) != 0 {

@@ -41,6 +41,12 @@ func sameStep(a, b *Step) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := range va.NumField() {
 		x, y := va.Field(i), vb.Field(i)
+		if x.Kind() != reflect.Slice {
+			if x.Interface() != y.Interface() {
+				return false
+			}
+			continue
+		}
 		if x.Len() != y.Len() {
 			return false
 		}
@@ -93,6 +99,9 @@ func randomStep(r *rand.Rand) *Step {
 		s.ContextLens = append(s.ContextLens, int32(ctx))
 		s.BlockTableStart = append(s.BlockTableStart, int32(len(s.Blocks)))
 		s.LogitStart = append(s.LogitStart, int32(len(s.LogitIndices)))
+	}
+	if n := s.NumSeqs(); n > 1 && r.IntN(2) == 0 {
+		s.Split = int32(1 + r.IntN(n-1))
 	}
 	for range r.IntN(4) {
 		s.SwapOut = append(s.SwapOut, kvcache.Swap{Src: int32(r.IntN(1000)), Dst: int32(r.IntN(100))})
@@ -158,12 +167,13 @@ func TestWireRejects(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"magic", edit(func(b []byte) []byte { b[0] = 'X'; return b })},
-		{"version", edit(func(b []byte) []byte { binary.LittleEndian.PutUint16(b[4:], 2); return b })},
+		{"version", edit(func(b []byte) []byte { binary.LittleEndian.PutUint16(b[4:], 1); return b })},
 		{"reserved", edit(func(b []byte) []byte { b[6] = 1; return b })},
 		{"truncated", good[:len(good)-1]},
 		{"trailing", append(slices.Clone(good), 0)},
 		{"length", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 1<<31); return b })},
-		{"count", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader:], 1<<30); return b })},
+		{"count", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader+4:], 1<<30); return b })},
+		{"split", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader:], uint32(st.NumSeqs())); return b })},
 		{"position", edit(func(b []byte) []byte { return corruptSection(b, 8, 0) })},
 	}
 	for _, c := range cases {
@@ -179,7 +189,7 @@ func TestWireRejects(t *testing.T) {
 // corruptSection adds 1 to element i of section k, the sections counted
 // in wire order from 0 (SeqIDs; 8 is Positions).
 func corruptSection(b []byte, k, i int) []byte {
-	off := wireHeader
+	off := wireHeader + 4 // after the split
 	for sec := range 14 {
 		n := int(binary.LittleEndian.Uint32(b[off:]))
 		size := 4
@@ -207,7 +217,7 @@ func FuzzStepUnmarshal(f *testing.F) {
 		data, _ := randomStep(r).MarshalBinary()
 		f.Add(data)
 	}
-	f.Add([]byte("PGST\x01\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte("PGST\x02\x00\x00\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Step
 		if err := s.UnmarshalBinary(data); err != nil {

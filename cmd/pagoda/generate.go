@@ -12,6 +12,7 @@ import (
 	"pagoda/engine"
 	"pagoda/internal/modelcache"
 	"pagoda/model"
+	"pagoda/sched"
 	"pagoda/tokenizer"
 )
 
@@ -38,6 +39,7 @@ type generateFlags struct {
 	maxModelLen int
 	kvType      string
 	tpSize      int
+	dbo         sched.DBO
 }
 
 // runGenerate implements `pagoda generate`: one prompt, text streamed to
@@ -61,6 +63,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
 	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
+	registerDBO(fs, &g.dbo)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -87,7 +90,7 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	}
 	cfg := engine.DefaultConfig(g.model)
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
-	cfg.NoRepack = g.noRepack
+	cfg.NoRepack, cfg.DBO = g.noRepack, g.dbo
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
 	comm, err := tensorParallel(g.tpSize)
 	if err != nil {

@@ -40,6 +40,7 @@ type serveFlags struct {
 	enforceEager                      bool
 	noRepack                          bool
 	bucketing                         bucket.Options
+	dbo                               sched.DBO
 	vllm                              vllmServeFlags
 	notes                             []string // the no-op vLLM flags given, logged at startup
 }
@@ -77,6 +78,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic instead of its repacked one (llama.cpp's --no-repack)")
 	f.bucketing = d.Bucketing
 	f.bucketing.RegisterFlags(fs)
+	registerDBO(fs, &f.dbo)
 	f.vllm.register(fs)
 }
 
@@ -190,7 +192,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.BlockSize, cfg.KVCacheMemory, cfg.SwapSpace = f.blockSize, int64(f.kvMemory), int64(f.swapSpace)
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
-	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack = f.enforceEager, f.bucketing, f.noRepack
+	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack, cfg.DBO = f.enforceEager, f.bucketing, f.noRepack, f.dbo
 	dtype := f.kvDtype
 	if dtype == "auto" {
 		dtype = "f16"
@@ -207,6 +209,11 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	}
 	if f.maxQueue < 0 {
 		return cfg, server.Options{}, fmt.Errorf("--max-queue must be ≥ 0, got %d", f.maxQueue)
+	}
+	if f.dbo.Enable {
+		if err := f.dbo.Validate(); err != nil {
+			return cfg, server.Options{}, err
+		}
 	}
 	opts := server.Options{ServedModelNames: f.servedNames, APIKey: f.apiKey, MaxQueue: f.maxQueue,
 		MaxBodyBytes: int64(f.maxBody), Version: version}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -8,6 +9,7 @@ import (
 
 	"pagoda/dist"
 	"pagoda/engine"
+	"pagoda/sched"
 )
 
 // tensorParallel returns the communicator of an --tensor-parallel-size n
@@ -39,4 +41,13 @@ func tensorParallel(n int) (dist.Comm, error) {
 func follow(cfg engine.Config, comm dist.Comm) error {
 	signal.Ignore(syscall.SIGTERM, os.Interrupt)
 	return engine.Follow(cfg, comm)
+}
+
+// registerDBO registers vLLM's dual-batch overlap flags on fs, into d
+// (which starts as sched.DefaultDBO()).
+func registerDBO(fs *flag.FlagSet, d *sched.DBO) {
+	*d = sched.DefaultDBO()
+	fs.BoolVar(&d.Enable, "enable-dbo", false, "dual-batch overlap: split big steps into two micro-batches and overlap one's tensor-parallel all-reduces with the other's compute")
+	fs.IntVar(&d.DecodeTokenThreshold, "dbo-decode-token-threshold", d.DecodeTokenThreshold, "fewest tokens of a decode-only step that DBO splits")
+	fs.IntVar(&d.PrefillTokenThreshold, "dbo-prefill-token-threshold", d.PrefillTokenThreshold, "fewest tokens of a step with a prompt chunk that DBO splits")
 }

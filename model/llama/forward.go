@@ -2,7 +2,6 @@ package llama
 
 import (
 	"fmt"
-	"math"
 
 	"pagoda/kernels"
 	"pagoda/model"
@@ -35,62 +34,63 @@ import (
 func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.check(kv, b, logits); err != nil {
+		return err
+	}
+	m.ub[0] = ubatch{b: b, s: &m.s[0], logits: logits}
+	return m.run(m.ub[:1], kv)
+}
+
+// ForwardMicroBatches runs two micro-batches of one step with dual-batch
+// overlap (model.MicroBatcher): each has its own scratch, and their
+// per-layer stages alternate (see run) so that while one micro-batch's
+// all-reduce is in flight the other computes. Each token's arithmetic is
+// Forward's, so the cache and logits equal two Forward calls bit for bit.
+func (m *Model) ForwardMicroBatches(a, b *model.Batch, kv *model.KVCache, la, lb []float32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(kv, a, la); err != nil {
+		return err
+	}
+	if err := m.checkBatch(b, kv, lb); err != nil {
+		return err
+	}
+	m.ub[0] = ubatch{b: a, s: &m.s[0], logits: la}
+	m.ub[1] = ubatch{b: b, s: &m.s[1], logits: lb}
+	return m.run(m.ub[:2], kv)
+}
+
+// CommTimes is the communication time of the last forward pass
+// (model.CommTimer); zero with one rank.
+func (m *Model) CommTimes() model.CommTimes {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sh.times
+}
+
+// check validates the model state, cache and batch before a pass.
+func (m *Model) check(kv *model.KVCache, b *model.Batch, logits []float32) error {
 	if m.pool == nil {
 		return fmt.Errorf("llama: Forward after Close")
 	}
 	if err := m.checkCache(kv); err != nil {
 		return err
 	}
-	if err := m.checkBatch(b, kv, logits); err != nil {
-		return err
-	}
-	c, s := &m.lc, &m.s
-	n, rows := len(b.Tokens), len(b.LogitIndices)
-	s.size(*c, n, rows)
-	s.layerViews(kv)
-	for i, tok := range b.Tokens {
-		kernels.DequantizeRow(s.x[i*c.Dim:(i+1)*c.Dim], m.embd, int(tok))
-	}
-	half := c.Rope.Dim / 2
-	for i, pos := range b.Positions {
-		m.rope.Angles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], pos)
-	}
-	s.attn = kernels.Attention{
-		Q: s.q, Out: s.att, Positions: b.Positions, QueryStart: b.QueryStart, BlockTables: b.BlockTables,
-		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
-		Tiles: b.AttnTiles,
-	}
-	for l := range m.layers {
-		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n)
-		x, att, nr := s.x, s.att, n
-		if l == len(m.layers)-1 {
-			x, att, nr = m.gatherLogitRows(b.LogitIndices), s.ga, rows
-		}
-		if nr > 0 {
-			if err := m.residual(&m.layers[l], x, att, nr); err != nil {
-				s.attn = kernels.Attention{}
-				return err
-			}
-		}
-	}
-	if rows > 0 && m.sh.logits() {
-		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
-		m.pool.MatMul(logits, m.output, s.gx, rows)
-	}
-	s.attn = kernels.Attention{}
-	return nil
+	return m.checkBatch(b, kv, logits)
 }
 
 // attention runs the attention half of a block up to the attention output
 // s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention.
-func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
-	c, s := &m.lc, &m.s
+func (m *Model) attention(s *scratch, ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
+	c := &m.lc
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
 	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
+	m.sh.progress()
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
 	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: ly.wk}
 	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: ly.wv}
 	m.pool.MatMulN(s.mm[:3], s.xb, n)
+	m.sh.progress()
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
 		if ly.bq != nil {
@@ -107,44 +107,19 @@ func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) 
 		m.rope.Apply(k, c.HeadDim, cos, sin)
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
+	m.sh.progress()
 	m.pool.Attention(&s.attn, kv)
+	m.sh.progress()
 }
 
 // gatherLogitRows copies the residual and attention rows listed in idx
 // into s.gx and s.ga and returns s.gx.
-func (m *Model) gatherLogitRows(idx []int32) []float32 {
-	c, s := &m.lc, &m.s
+func (m *Model) gatherLogitRows(s *scratch, idx []int32) []float32 {
+	c := &m.lc
 	qd := c.Heads * c.HeadDim
 	for j, i := range idx {
 		copy(s.gx[j*c.Dim:(j+1)*c.Dim], s.x[int(i)*c.Dim:])
 		copy(s.ga[j*qd:(j+1)*qd], s.att[int(i)*qd:])
 	}
 	return s.gx
-}
-
-// residual finishes a block on nr rows: x += Wo·att, then
-// x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)). With tensor parallelism
-// each product with Wo and Wdown is this rank's partial sum, completed by
-// an all-reduce before the add.
-func (m *Model) residual(ly *layer, x, att []float32, nr int) error {
-	c, s := &m.lc, &m.s
-	d, h := nr*c.Dim, nr*c.HiddenDim
-	xb := s.xb[:d]
-	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
-	if err := m.sh.reduce(xb); err != nil {
-		return err
-	}
-	kernels.Add(x[:d], xb)
-	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
-	gate, up := s.gate[:h], s.up[:h]
-	s.mm[0] = kernels.MatMulOut{Dst: gate, W: ly.gate}
-	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
-	m.pool.MatMulN(s.mm[:2], xb, nr)
-	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
-	m.pool.MatMul(xb, ly.down, gate, nr)
-	if err := m.sh.reduce(xb); err != nil {
-		return err
-	}
-	kernels.Add(x[:d], xb)
-	return nil
 }

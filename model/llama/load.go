@@ -73,8 +73,9 @@ type Model struct {
 	rope    *kernels.Rope
 	pool    *kernels.Pool
 
-	mu sync.Mutex // serialises Forward; guards s
-	s  scratch
+	mu sync.Mutex // serialises Forward; guards s and ub
+	s  [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
+	ub [2]ubatch
 }
 
 // New builds a model from an open GGUF file of architecture llama, mistral
@@ -120,6 +121,9 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
 	m.pool = kernels.NewPool(opt.Threads)
+	if m.sh.tp != nil {
+		m.pool.SetBetween(m.sh.progress) // drive in-flight all-reduces between kernel tasks
+	}
 	return m, nil
 }
 

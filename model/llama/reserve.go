@@ -5,5 +5,5 @@ package llama
 func (m *Model) Reserve(numTokens, numLogits int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.s.size(m.lc, numTokens, numLogits)
+	m.s[0].size(m.lc, numTokens, numLogits)
 }

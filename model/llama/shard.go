@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"time"
 
 	"pagoda/kernels"
 	"pagoda/model"
@@ -12,26 +13,65 @@ import (
 // units. wq/wk/wv and gate/up are column-parallel (rank r keeps its rows
 // of the output: its heads' queries, keys and values, its hidden units);
 // wo and down are row-parallel (rank r keeps its input columns) and their
-// partial outputs are summed over the ranks (Reducer.AllReduce) before the
+// partial outputs are summed over the ranks (Reducer.IAllReduce) before the
 // residual add, so every rank holds the whole residual stream. Norms,
 // embeddings and the output projection are replicated; only rank 0
 // computes the logits (the whole lm_head: the simplest correct choice).
 // With one rank (tp nil) the model is the unsplit one, bit for bit.
 type shard struct {
-	tp   model.Reducer // nil: one rank
-	rank int
-	size int
+	tp    model.Reducer // nil: one rank
+	rank  int
+	size  int
+	times model.CommTimes // of the current forward pass
+	// inflight counts the all-reduces started and not yet waited for;
+	// progress does nothing without one.
+	inflight int
 }
 
-// reduce sums x over the ranks (nothing with one rank).
-func (sh *shard) reduce(x []float32) error {
+// start begins summing x over the ranks (IAllReduce) and returns the
+// request, nil with one rank (nothing to sum).
+func (sh *shard) start(x []float32) (model.Request, error) {
 	if sh.tp == nil {
+		return nil, nil
+	}
+	t := time.Now()
+	r, err := sh.tp.IAllReduce(x)
+	sh.times.Comm += time.Since(t)
+	sh.times.AllReduces++
+	if err != nil {
+		return nil, fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
+	}
+	sh.inflight++
+	return r, nil
+}
+
+// wait blocks until r completes (nothing for a nil request).
+func (sh *shard) wait(r model.Request) error {
+	if r == nil {
 		return nil
 	}
-	if err := sh.tp.AllReduce(x); err != nil {
+	t := time.Now()
+	err := r.Wait()
+	sh.times.Wait += time.Since(t)
+	sh.inflight--
+	if err != nil {
 		return fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
 	}
 	return nil
+}
+
+// progress drives the outstanding all-reduces (MPI advances a nonblocking
+// collective only inside MPI calls): called between kernels and, through
+// the pool (kernels.Pool.SetBetween), between the tasks of a kernel, from
+// the goroutine running the forward pass, while a micro-batch's
+// all-reduce is in flight. A failure is left for the wait to report.
+func (sh *shard) progress() {
+	if sh.tp == nil || sh.inflight == 0 {
+		return
+	}
+	t := time.Now()
+	sh.tp.Progress()
+	sh.times.Comm += time.Since(t)
 }
 
 // logits reports whether this rank computes the logits.

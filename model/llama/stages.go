@@ -1,0 +1,190 @@
+package llama
+
+import (
+	"math"
+
+	"pagoda/kernels"
+	"pagoda/model"
+)
+
+// The forward pass as stages. Each layer is two stages per micro-batch,
+// each ending in the all-reduce tensor parallelism needs (none with one
+// rank) and starting by settling the previous one:
+//
+//	attnStage: settle; RMSNorm → Q/K/V → RoPE → cache write → attention →
+//	           Wo (partial sum) → start its all-reduce
+//	mlpStage:  settle (x += Σ Wo·att); RMSNorm → gate/up → SwiGLU →
+//	           down (partial sum) → start its all-reduce
+//
+// and settle waits for the micro-batch's all-reduce in flight and adds the
+// sum into its residual stream. run takes every micro-batch through one
+// stage before the next stage: with two micro-batches A and B,
+//
+//	A.attn(l)  B.attn(l)  A.mlp(l)  B.mlp(l)  A.attn(l+1) …
+//	   └─ A's all-reduce ─┘  └─ B's ─┘
+//
+// so each micro-batch's all-reduce is in flight while the other computes a
+// stage (dual-batch overlap); the computing stage calls Progress between
+// its kernels, because MPI advances a nonblocking collective only inside
+// MPI calls. With one micro-batch the all-reduce is waited for at once
+// (the next stage settles it first), as a blocking all-reduce. Every rank
+// runs the same stages in the same order, so the collectives match; the
+// per-token arithmetic is the same whatever the split, so results are bit
+// for bit those of one batch. A's layer l (its cache write) always runs
+// before B's layer l attention reads the cache, which is why a sequence may
+// read blocks written in the same step only from a later micro-batch.
+
+// ubatch is one micro-batch's state through the stages.
+type ubatch struct {
+	b      *model.Batch
+	s      *scratch
+	logits []float32
+
+	x    []float32     // the residual rows the current stages work on: s.x, or s.gx in the last layer
+	rows int           // rows of x
+	pend model.Request // the all-reduce of sum in flight (nil with one rank)
+	sum  []float32     // the partial sum being reduced, added to add when settled
+	add  []float32     // nil: nothing to settle
+}
+
+// run takes the micro-batches through every layer, stage by stage (see
+// above), then computes their logits.
+func (m *Model) run(us []ubatch, kv *model.KVCache) error {
+	m.sh.times, m.sh.inflight = model.CommTimes{}, 0
+	for i := range us {
+		m.begin(&us[i], kv)
+	}
+	defer func() {
+		for i := range us {
+			us[i].s.attn = kernels.Attention{}
+			us[i] = ubatch{}
+		}
+	}()
+	for l := range m.layers {
+		for i := range us {
+			if err := m.attnStage(&us[i], l); err != nil {
+				return err
+			}
+		}
+		for i := range us {
+			if err := m.mlpStage(&us[i], l); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range us {
+		if err := m.finish(&us[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// begin sizes u's scratch and embeds its tokens.
+func (m *Model) begin(u *ubatch, kv *model.KVCache) {
+	c, s, b := &m.lc, u.s, u.b
+	n := len(b.Tokens)
+	s.size(*c, n, len(b.LogitIndices))
+	s.layerViews(kv)
+	for i, tok := range b.Tokens {
+		kernels.DequantizeRow(s.x[i*c.Dim:(i+1)*c.Dim], m.embd, int(tok))
+	}
+	half := c.Rope.Dim / 2
+	for i, pos := range b.Positions {
+		m.rope.Angles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], pos)
+	}
+	s.attn = kernels.Attention{
+		Q: s.q, Out: s.att, Positions: b.Positions, QueryStart: b.QueryStart, BlockTables: b.BlockTables,
+		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
+		Tiles: b.AttnTiles,
+	}
+	u.x, u.rows = s.x, n
+}
+
+// attnStage runs layer l's attention over every token of u (all of them
+// write their K/V), then, on the rows that go on (every row; the logit
+// rows in the last layer), the output projection, whose all-reduce it
+// starts.
+func (m *Model) attnStage(u *ubatch, l int) error {
+	if err := m.settle(u); err != nil {
+		return err
+	}
+	c, s, ly := &m.lc, u.s, &m.layers[l]
+	n := len(u.b.Tokens)
+	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n)
+	att := s.att
+	if l == len(m.layers)-1 {
+		u.x, u.rows, att = m.gatherLogitRows(s, u.b.LogitIndices), len(u.b.LogitIndices), s.ga
+	}
+	if u.rows == 0 {
+		return nil
+	}
+	xb := s.xb[:u.rows*c.Dim]
+	m.pool.MatMul(xb, ly.wo, att[:u.rows*c.Heads*c.HeadDim], u.rows)
+	return m.send(u, xb)
+}
+
+// mlpStage adds the attention output to u's residual rows and runs the
+// feed-forward on them up to the down projection, whose all-reduce it
+// starts: x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)) once settled.
+func (m *Model) mlpStage(u *ubatch, l int) error {
+	if err := m.settle(u); err != nil {
+		return err
+	}
+	if u.rows == 0 {
+		return nil
+	}
+	c, s, ly := &m.lc, u.s, &m.layers[l]
+	nr := u.rows
+	d, h := nr*c.Dim, nr*c.HiddenDim
+	xb := s.xb[:d]
+	kernels.RMSNorm(xb, u.x[:d], ly.ffnNorm, c.RMSEps)
+	m.sh.progress()
+	gate, up := s.gate[:h], s.up[:h]
+	s.mm[0] = kernels.MatMulOut{Dst: gate, W: ly.gate}
+	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
+	m.pool.MatMulN(s.mm[:2], xb, nr)
+	m.sh.progress()
+	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
+	m.pool.MatMul(xb, ly.down, gate, nr)
+	return m.send(u, xb)
+}
+
+// send starts the all-reduce of u's partial sum xb (this rank's share of
+// the block output), to be added to u's residual rows when settled.
+func (m *Model) send(u *ubatch, xb []float32) error {
+	req, err := m.sh.start(xb)
+	if err != nil {
+		return err
+	}
+	u.pend, u.sum, u.add = req, xb, u.x[:len(xb)]
+	return nil
+}
+
+// settle waits for u's all-reduce in flight, if any, and adds the sum to
+// its residual rows.
+func (m *Model) settle(u *ubatch) error {
+	if u.add == nil {
+		return nil
+	}
+	if err := m.sh.wait(u.pend); err != nil {
+		return err
+	}
+	kernels.Add(u.add, u.sum)
+	u.pend, u.sum, u.add = nil, nil, nil
+	return nil
+}
+
+// finish settles u's last all-reduce and computes its logits (rank 0).
+func (m *Model) finish(u *ubatch) error {
+	if err := m.settle(u); err != nil {
+		return err
+	}
+	rows := len(u.b.LogitIndices)
+	if rows > 0 && m.sh.logits() {
+		s := u.s
+		kernels.RMSNorm(s.gx, s.gx, m.outNorm, m.lc.RMSEps)
+		m.pool.MatMul(u.logits, m.output, s.gx, rows)
+	}
+	return nil
+}
