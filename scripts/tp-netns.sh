@@ -25,6 +25,10 @@
 #   RATES ["1gbit 10gbit"]   tbf rates (tc's syntax), one table each
 #   CONFIGS ["tp1 tp2 tp2-dbo"] (tp2-dbo is dropped when serve has no --enable-dbo)
 #   MODEL [~/.cache/pagoda/models/tinyllama-1.1b-synth.Q4_0.gguf] (synthesized when missing)
+#   SYNTH_DIMS [""]          instead of MODEL: a synthetic Q4_0 model of `pagoda model synth --dims`
+#                            (dim,hidden,layers,heads,kvheads,vocab; TinyLlama's vocabulary), e.g.
+#                            2048,5632,4,32,4,32000: TinyLlama's layers, 4 of its 22 (every layer
+#                            has the same compute and all-reduce bytes: the per-layer ratio holds)
 #   OUT [a new temporary directory]  raw results (bench JSON, /metrics scrapes, server logs)
 #   SERVE_ARGS [""]          extra flags for every serve
 # Every run uses --enforce-eager (tensor parallelism runs eager; tp1 too, for a like-for-like
@@ -48,7 +52,9 @@ workloads="${WORKLOADS:-prefill decode}"
 rates="${RATES:-1gbit 10gbit}"
 configs="${CONFIGS:-tp1 tp2 tp2-dbo}"
 models="${PAGODA_MODELS:-$HOME/.cache/pagoda/models}"
+synth_dims="${SYNTH_DIMS:-}"
 model="${MODEL:-$models/tinyllama-1.1b-synth.Q4_0.gguf}"
+[ -n "$synth_dims" ] && model="$models/synth-${synth_dims//,/-}.Q4_0.gguf"
 serve_args="${SERVE_ARGS:-}"
 port=8000
 
@@ -139,7 +145,11 @@ build() {
   (cd "$here" && make -s build build-mpi)
   if [ ! -s "$model" ]; then
     mkdir -p "$(dirname "$model")"
-    "$here/bin/pagoda" model synth --shape tinyllama-1.1b --out "$model"
+    if [ -n "$synth_dims" ]; then
+      "$here/bin/pagoda" model synth --dims "$synth_dims" --vocab "$models/ggml-vocab/ggml-vocab-llama-spm.gguf" --out "$model"
+    else
+      "$here/bin/pagoda" model synth --shape tinyllama-1.1b --out "$model"
+    fi
   fi
 }
 
