@@ -51,12 +51,9 @@ type StepInfo struct {
 func (e *Engine) OnStep(f func(StepInfo)) { e.onStep = f }
 
 // publish makes the step's statistics visible: the stats snapshot, then
-// the OnStep hook. bcast is the time rank 0 spent broadcasting the step
-// (counted as communication only with several ranks: one process has none).
+// the OnStep hook.
+// bcast is the time rank 0 spent broadcasting the step.
 func (e *Engine) publish(out *sched.Output, st runner.Stats, bcast time.Duration, start time.Time) {
-	if e.cfg.tpRanks() == 1 {
-		bcast = 0
-	}
 	e.publishStats()
 	if e.onStep == nil || len(out.Seqs) == 0 {
 		return

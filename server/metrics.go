@@ -24,7 +24,6 @@ type metrics struct {
 	promptToks, genToks        prometheus.Observer
 	paramsN, paramsMaxTokens   prometheus.Observer
 	iterToks                   prometheus.Observer
-	steps                      *stepMetrics
 	success                    *prometheus.CounterVec // finished_reason
 	finishReasons              []string
 	modelName                  string
@@ -95,7 +94,6 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"})
 	reg.MustRegister(m.success)
-	m.steps = newStepMetrics(reg, labels)
 	for _, r := range m.finishReasons {
 		m.success.WithLabelValues(r) // every reason is exposed from the start
 	}

@@ -199,11 +199,8 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		b.maxLogprobs = *ml
 	}
 	b.m = newMetrics(s.reg, e, b.name)
-	iter, steps := b.m.iterToks, b.m.steps
-	e.OnStep(func(si engine.StepInfo) {
-		iter.Observe(float64(si.Tokens))
-		steps.observe(si)
-	})
+	iter := b.m.iterToks
+	e.OnStep(func(si engine.StepInfo) { iter.Observe(float64(si.Tokens)) })
 	if !s.backend.CompareAndSwap(nil, b) {
 		return errors.New("server: SetEngine called twice")
 	}
