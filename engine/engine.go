@@ -285,17 +285,16 @@ func (e *Engine) Step() error {
 	if err != nil {
 		return e.failAll(err)
 	}
-	bcast := time.Now()
-	if err := e.broadcastStep(&out.Step); err != nil {
+	bcast, err := e.broadcastStep(&out.Step)
+	if err != nil {
 		return e.failAll(err)
 	}
-	bcastTime := time.Since(bcast)
 	res, err := e.runner.Execute(&out.Step)
 	if err != nil {
 		return e.failAll(err)
 	}
 	touched := e.process(out, res.Logits, res.Rows)
-	e.publish(out, res.Stats, bcastTime, start)
+	e.publish(out, res.Stats, bcast, start)
 	e.emitAll(touched)
 	return nil
 }

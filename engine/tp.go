@@ -73,19 +73,21 @@ func (e *Engine) sendLayout(numBlocks, numHost int) error {
 	return nil
 }
 
-// broadcastStep sends the step to the other ranks before rank 0 runs it.
-func (e *Engine) broadcastStep(s *sched.Step) error {
+// broadcastStep sends the step to the other ranks before rank 0 runs it
+// and returns the time the broadcast took (0 with one rank).
+func (e *Engine) broadcastStep(s *sched.Step) (time.Duration, error) {
 	if e.cfg.tpRanks() == 1 {
-		return nil
+		return 0, nil
 	}
+	start := time.Now()
 	var err error
 	if e.wire, err = s.AppendBinary(e.wire[:0]); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := e.cfg.TensorParallel.Broadcast(e.wire); err != nil {
-		return fmt.Errorf("tensor parallel: broadcasting the step: %w", err)
+		return 0, fmt.Errorf("tensor parallel: broadcasting the step: %w", err)
 	}
-	return nil
+	return time.Since(start), nil
 }
 
 // stopRanks tells the other ranks to return from Follow.

@@ -39,6 +39,8 @@ type Pool struct {
 	stop     atomic.Bool   // set by Close before its last epoch bump
 	closed   bool
 
+	between func() // run by the caller between the tasks it takes (SetBetween)
+
 	scratch []workerScratch // (threads) per-worker buffers
 	multi   multiJob        // MatMul, MatMulN
 	at      attentionJob
@@ -75,6 +77,17 @@ func newPool(threads int, k *impl) *Pool {
 		go p.helper(i + 1)
 	}
 	return p
+}
+
+// SetBetween sets f (nil: none) to run on the calling goroutine between
+// the tasks it takes of every kernel call: dual-batch overlap drives an
+// all-reduce in flight from there (MPI advances a nonblocking collective
+// only inside MPI calls), so a long matmul does not stall it. f must be
+// fast and must not use the pool. Set it while no kernel runs.
+func (p *Pool) SetBetween(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.between = f
 }
 
 // Threads is the number of workers, the caller included.
@@ -125,5 +138,8 @@ func (p *Pool) drain(worker int) {
 			return
 		}
 		p.job.run(worker, int(t))
+		if worker == 0 && p.between != nil {
+			p.between()
+		}
 	}
 }

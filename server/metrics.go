@@ -24,6 +24,7 @@ type metrics struct {
 	promptToks, genToks        prometheus.Observer
 	paramsN, paramsMaxTokens   prometheus.Observer
 	iterToks                   prometheus.Observer
+	step                       stepMetrics
 	success                    *prometheus.CounterVec // finished_reason
 	finishReasons              []string
 	modelName                  string
@@ -91,6 +92,7 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 		buckets125(cfg.MaxModelLen))
 	m.iterToks = hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
 		iterationBuckets(cfg.MaxNumBatchedTokens))
+	m.step = newStepMetrics(reg, labels, hist)
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"})
 	reg.MustRegister(m.success)
@@ -226,4 +228,46 @@ func observe(h prometheus.Histogram, d time.Duration, ex prometheus.Labels) {
 		return
 	}
 	h.Observe(d.Seconds())
+}
+
+// stepBuckets bound a step's time split (seconds): 100 µs to about 100 s.
+var stepBuckets = prometheus.ExponentialBuckets(1e-4, 2, 21)
+
+// stepMetrics are pagoda's own per-step histograms (pagoda_ prefix; the
+// vLLM names stay as vLLM has them): where each engine step's forward pass
+// spent its time with tensor parallelism — compute, communication calls,
+// waiting on an all-reduce (see engine.StepInfo) — and how many steps ran
+// as two micro-batches (dual-batch overlap). A measurement script reads
+// their _sum and _count before and after a run.
+type stepMetrics struct {
+	compute, comm, wait, forward prometheus.Observer
+	split                        prometheus.Counter
+}
+
+func newStepMetrics(reg prometheus.Registerer, labels prometheus.Labels,
+	hist func(name, help string, buckets []float64) prometheus.Histogram) stepMetrics {
+	split := prometheus.NewCounter(prometheus.CounterOpts{Name: "pagoda_dbo_split_steps_total",
+		Help: "Engine steps run as two micro-batches (dual-batch overlap).", ConstLabels: labels})
+	reg.MustRegister(split)
+	return stepMetrics{
+		split:   split,
+		forward: hist("pagoda_step_forward_seconds", "Histogram of the forward-pass time of each engine step.", stepBuckets),
+		compute: hist("pagoda_step_compute_seconds",
+			"Histogram of the compute time of each engine step (forward pass outside communication calls).", stepBuckets),
+		comm: hist("pagoda_step_communication_seconds",
+			"Histogram of the time each engine step spent inside nonblocking tensor-parallel communication calls (step broadcast, all-reduce starts, progress).", stepBuckets),
+		wait: hist("pagoda_step_wait_seconds",
+			"Histogram of the time each engine step spent blocked waiting for a tensor-parallel all-reduce (peer or link).", stepBuckets),
+	}
+}
+
+// observe records one step.
+func (m *stepMetrics) observe(si engine.StepInfo) {
+	m.forward.Observe(si.Forward.Seconds())
+	m.compute.Observe(si.Compute.Seconds())
+	m.comm.Observe(si.Comm.Seconds())
+	m.wait.Observe(si.Wait.Seconds())
+	if si.MicroBatches == 2 {
+		m.split.Inc()
+	}
 }

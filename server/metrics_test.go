@@ -99,6 +99,14 @@ func TestMetricsValues(t *testing.T) {
 		{`vllm:prefix_cache_hits_total{model_name="stories260K"}`, float64(st.Prefix.HitTokens)},
 		{`vllm:num_requests_running{model_name="stories260K"}`, 0},
 		{`vllm:kv_cache_usage_perc{model_name="stories260K"}`, 0},
+		// pagoda's step breakdown: one observation per step; one process
+		// spends no time communicating and splits no step.
+		{`pagoda_step_compute_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_communication_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_wait_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_communication_seconds_sum{model_name="stories260K"}`, 0},
+		{`pagoda_step_wait_seconds_sum{model_name="stories260K"}`, 0},
+		{`pagoda_dbo_split_steps_total{model_name="stories260K"}`, 0},
 	} {
 		if got := metricValue(t, ts, tc.series); got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.series, got, tc.want)
@@ -106,6 +114,10 @@ func TestMetricsValues(t *testing.T) {
 	}
 	if st.Prefix.HitTokens == 0 {
 		t.Error("the repeated prompt never hit the prefix cache")
+	}
+	compute := metricValue(t, ts, `pagoda_step_compute_seconds_sum{model_name="stories260K"}`)
+	if forward := metricValue(t, ts, `pagoda_step_forward_seconds_sum{model_name="stories260K"}`); compute <= 0 || compute != forward {
+		t.Errorf("step compute %v s, forward %v s: one process computes for the whole forward pass", compute, forward)
 	}
 }
 

@@ -199,8 +199,11 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		b.maxLogprobs = *ml
 	}
 	b.m = newMetrics(s.reg, e, b.name)
-	iter := b.m.iterToks
-	e.OnStep(func(si engine.StepInfo) { iter.Observe(float64(si.Tokens)) })
+	iter, step := b.m.iterToks, &b.m.step
+	e.OnStep(func(si engine.StepInfo) {
+		iter.Observe(float64(si.Tokens))
+		step.observe(si)
+	})
 	if !s.backend.CompareAndSwap(nil, b) {
 		return errors.New("server: SetEngine called twice")
 	}

@@ -10,8 +10,10 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"pagoda/dist"
 	"pagoda/gguf"
 	"pagoda/model"
+	"pagoda/sched"
 )
 
 // latencyFlags are the flags of `pagoda bench latency`.
@@ -29,6 +31,9 @@ type latencyFlags struct {
 	cpuProfile string
 	seed       uint64
 	noRepack   bool
+	tpSize     int
+	dbo        sched.DBO
+	comm       dist.Comm // tensor parallelism (nil: one process)
 }
 
 // latencyResult is one row of the report.
@@ -39,6 +44,14 @@ type latencyResult struct {
 	SD       float64 `json:"sd"`
 	Fraction float64 `json:"fraction"` // of the ceiling below
 	Ceiling  string  `json:"ceiling"`
+	// The per-step time split with tensor parallelism (model.CommTimes),
+	// means over the test's steps in milliseconds, and the steps run as
+	// two micro-batches (dual-batch overlap).
+	Steps      int     `json:"steps"`
+	SplitSteps int     `json:"split_steps"`
+	ComputeMs  float64 `json:"compute_ms_per_step"`
+	CommMs     float64 `json:"communication_ms_per_step"`
+	WaitMs     float64 `json:"wait_ms_per_step"`
 }
 
 // runBenchLatency implements `pagoda bench latency`, like llama-bench: the
@@ -52,6 +65,15 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	f, err := parseLatencyFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if f.comm, err = tensorParallel(f.tpSize); err != nil {
+		return err
+	}
+	if f.comm != nil {
+		defer f.comm.Close()
+		if f.comm.Rank() > 0 { // runs the same tests in lock-step; rank 0 reports
+			stdout, f.outputJSON, f.cpuProfile = io.Discard, "", ""
+		}
 	}
 	ts, err := parseThreads(f.threads)
 	if err != nil {
@@ -97,6 +119,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if f.tpSize > 1 {
+		printBreakdown(stdout, f.tpSize, all)
+	}
 	return writeJSON(f.outputJSON, map[string]any{"ceilings": c, "results": all})
 }
 
@@ -117,8 +142,18 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	fs.StringVar(&f.outputJSON, "output-json", "", "also write the results to this JSON file")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")
+	fs.IntVar(&f.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
+	registerDBO(fs, &f.dbo)
 	if err := parseFlags(fs, args); err != nil {
 		return f, err
+	}
+	if f.tpSize < 1 {
+		return f, usageError{fmt.Errorf("--tensor-parallel-size must be ≥ 1, got %d", f.tpSize)}
+	}
+	if f.dbo.Enable {
+		if err := f.dbo.Validate(); err != nil {
+			return f, usageError{err}
+		}
 	}
 	if f.reps < 1 || f.pp < 1 || f.tg < 1 || f.batchCtx < 1 || f.batchSteps < 1 || f.blockSize < 1 {
 		return f, usageError{errors.New("--reps, --pp, --tg, --batch-ctx, --batch-steps and --block-size must be ≥ 1")}
@@ -167,7 +202,11 @@ func readCost(path string) (modelCost, error) {
 
 // latencyRuns loads the model on threads threads and runs every test.
 func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
-	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads, NoRepack: f.noRepack})
+	opts := model.LoadOptions{Threads: threads, NoRepack: f.noRepack}
+	if f.comm != nil {
+		opts.TensorParallel = f.comm
+	}
+	m, _, err := model.Load(f.model, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +219,15 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 	if err != nil {
 		return nil, err
 	}
+	r.dbo = f.dbo
 	ci := c.at(threads)
 	bw, peak := c.ReadGBs[ci]*1e9, c.DotGOps[ci]*1e9
 	var rs []latencyResult
 	add := func(test string, tps []float64, frac func(float64) float64, ceiling string) {
 		mean, sd := meanSD(tps)
-		rs = append(rs, latencyResult{test, threads, mean, sd, frac(mean), ceiling})
+		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling}
+		r.totals.fill(&res)
+		rs = append(rs, res)
 	}
 	ppFlops := 2 * (float64(cost.macs) + float64(cost.attnMACs)*float64(f.pp+1)/2)
 	tps, err := r.timeReps(f.reps, func() (int, error) { return f.pp, r.prefill(0, 0, f.pp) })
@@ -249,9 +291,11 @@ func parseIntList(flag, s string) ([]int, error) {
 	return ts, nil
 }
 
-// timeReps runs work reps times and returns each run's tokens per second.
+// timeReps runs work reps times and returns each run's tokens per second;
+// r.totals then sums the steps of those runs.
 func (r *seqRunner) timeReps(reps int, work func() (int, error)) ([]float64, error) {
 	var tps []float64
+	r.totals = stepTotals{}
 	for range reps {
 		t0 := time.Now()
 		n, err := work()

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"time"
 
 	"pagoda/model"
+	"pagoda/sched"
 )
 
 // seqRunner drives a model directly on a paged KV cache: sequence s owns
@@ -20,6 +24,22 @@ type seqRunner struct {
 	seqs   []int     // scratch: the sequences of a batched step
 	pos    []int     // scratch: their first positions
 	ns     []int     // scratch: their token counts
+
+	// Dual-batch overlap (tensor parallelism): steps over dbo's thresholds
+	// run as two micro-batches, split by the scheduler's rule.
+	dbo    sched.DBO
+	split  sched.Splitter
+	step   sched.Step // the step's sequences, for the split rule
+	ub     [2]model.Batch
+	totals stepTotals // since the last reset
+}
+
+// stepTotals sum the steps' forward time and its split (model.CommTimes)
+// and count them.
+type stepTotals struct {
+	steps, split int
+	forward      time.Duration
+	comm         model.CommTimes
 }
 
 // newSeqRunner allocates a cache for seqs sequences of up to maxCtx tokens.
@@ -43,10 +63,63 @@ func newSeqRunner(m model.Model, seqs, maxCtx, bs int, kvType model.KVType, seed
 	return r, nil
 }
 
-// run is one forward step: sequence seqs[i] gets ns[i] new tokens from
-// position pos[i]; the logits of each sequence's last token are computed.
+// run is one forward step (see build), split into two micro-batches when
+// dual-batch overlap says so; it adds the step's time split to r.totals.
 func (r *seqRunner) run(seqs, pos, ns []int) error {
-	b := &r.b
+	if n := len(seqs) * r.vocab; cap(r.logits) < n {
+		r.logits = make([]float32, n)
+	}
+	logits := r.logits[:len(seqs)*r.vocab]
+	k := r.splitAt(seqs, pos, ns)
+	r.totals.steps++
+	start := time.Now()
+	defer func() { r.totals.forward += time.Since(start) }()
+	var err error
+	if mb, ok := r.m.(model.MicroBatcher); ok && k > 0 {
+		r.totals.split++
+		r.build(&r.ub[0], seqs[:k], pos[:k], ns[:k])
+		r.build(&r.ub[1], seqs[k:], pos[k:], ns[k:])
+		err = mb.ForwardMicroBatches(&r.ub[0], &r.ub[1], r.kv, logits[:k*r.vocab], logits[k*r.vocab:])
+	} else {
+		r.build(&r.b, seqs, pos, ns)
+		err = r.m.Forward(&r.b, r.kv, logits)
+	}
+	if ct, ok := r.m.(model.CommTimer); ok {
+		t := ct.CommTimes()
+		r.totals.comm.Comm += t.Comm
+		r.totals.comm.Wait += t.Wait
+		r.totals.comm.AllReduces += t.AllReduces
+	}
+	return err
+}
+
+// splitAt is where dual-batch overlap splits the step (0: not), by the
+// scheduler's rule (sched.Splitter) on the step's shape.
+func (r *seqRunner) splitAt(seqs, pos, ns []int) int {
+	if !r.dbo.Enable {
+		return 0
+	}
+	st := &r.step
+	st.Reset()
+	st.QueryStart, st.BlockTableStart = append(st.QueryStart, 0), append(st.BlockTableStart, 0)
+	for i, s := range seqs {
+		t := r.tables[s]
+		for p := pos[i]; p < pos[i]+ns[i]; p++ {
+			st.Tokens = append(st.Tokens, 0)
+			st.SlotMapping = append(st.SlotMapping, t[p/r.bs]*int32(r.bs)+int32(p%r.bs))
+		}
+		st.QueryStart = append(st.QueryStart, int32(len(st.Tokens)))
+		st.ContextLens = append(st.ContextLens, int32(pos[i]+ns[i]))
+		st.Blocks = append(st.Blocks, t...)
+		st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
+	}
+	return int(r.split.Split(st, r.dbo, r.bs))
+}
+
+// build fills b with a step: sequence seqs[i] gets ns[i] new random
+// tokens from position pos[i]; the logits of each sequence's last token
+// are computed.
+func (r *seqRunner) build(b *model.Batch, seqs, pos, ns []int) {
 	b.Tokens, b.Positions, b.SlotMapping = b.Tokens[:0], b.Positions[:0], b.SlotMapping[:0]
 	b.QueryStart, b.ContextLens, b.BlockTables = append(b.QueryStart[:0], 0), b.ContextLens[:0], b.BlockTables[:0]
 	b.LogitIndices = b.LogitIndices[:0]
@@ -63,10 +136,6 @@ func (r *seqRunner) run(seqs, pos, ns []int) error {
 		b.BlockTables = append(b.BlockTables, t[:(ctx+r.bs-1)/r.bs])
 		b.LogitIndices = append(b.LogitIndices, int32(len(b.Tokens)-1))
 	}
-	if n := len(seqs) * r.vocab; cap(r.logits) < n {
-		r.logits = make([]float32, n)
-	}
-	return r.m.Forward(b, r.kv, r.logits[:len(seqs)*r.vocab])
 }
 
 // prefill runs n tokens of sequence s from position pos in one step.
@@ -110,4 +179,25 @@ func (r *seqRunner) decodeBatch(b, ctx, steps int) error {
 		}
 	}
 	return nil
+}
+
+// fill sets res's per-step means from the totals of its timed runs; the
+// step's wall time less communication and waiting is its compute.
+func (t stepTotals) fill(res *latencyResult) {
+	res.Steps, res.SplitSteps = t.steps, t.split
+	if t.steps == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(t.steps) }
+	res.ComputeMs, res.CommMs, res.WaitMs = ms(t.forward-t.comm.Comm-t.comm.Wait), ms(t.comm.Comm), ms(t.comm.Wait)
+}
+
+// printBreakdown prints each test's mean per-step split (tensor parallelism).
+func printBreakdown(w io.Writer, ranks int, rs []latencyResult) {
+	fmt.Fprintf(w, "\nper-step breakdown over %d ranks (rank 0; ms per step: compute, communication calls, waiting on all-reduces):\n\n", ranks)
+	fmt.Fprintln(w, "| threads | test | steps | split (DBO) | compute | communication | waiting |")
+	fmt.Fprintln(w, "| ---: | :--- | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %d | %s | %d | %d | %.3f | %.3f | %.3f |\n", r.Threads, r.Test, r.Steps, r.SplitSteps, r.ComputeMs, r.CommMs, r.WaitMs)
+	}
 }

@@ -210,6 +210,11 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	if f.maxQueue < 0 {
 		return cfg, server.Options{}, fmt.Errorf("--max-queue must be ≥ 0, got %d", f.maxQueue)
 	}
+	if f.dbo.Enable {
+		if err := f.dbo.Validate(); err != nil {
+			return cfg, server.Options{}, err
+		}
+	}
 	opts := server.Options{ServedModelNames: f.servedNames, APIKey: f.apiKey, MaxQueue: f.maxQueue,
 		MaxBodyBytes: int64(f.maxBody), Version: version}
 	if !f.disableLogStats {

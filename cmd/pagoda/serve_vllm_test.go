@@ -56,6 +56,15 @@ func TestServeVLLMFlags(t *testing.T) {
 		{name: "dtype float32", args: []string{"--dtype=float32"}, check: func(result) bool { return true }},
 		{name: "dtype half", args: []string{"--dtype", "half"}, wantErr: "--dtype half is not supported: pagoda computes activations in float32"},
 		{name: "dtype bogus", args: []string{"--dtype", "int3"}, wantErr: `--dtype must be auto, float32 or float, got "int3"`},
+		{name: "dbo defaults", args: nil, check: func(r result) bool {
+			return !r.cfg.DBO.Enable && r.cfg.DBO.DecodeTokenThreshold == 32 && r.cfg.DBO.PrefillTokenThreshold == 512
+		}},
+		{name: "dbo", args: []string{"--enable-dbo", "--dbo-prefill-token-threshold", "256"}, check: func(r result) bool {
+			return r.cfg.DBO.Enable && r.cfg.DBO.DecodeTokenThreshold == 32 && r.cfg.DBO.PrefillTokenThreshold == 256
+		}},
+		{name: "dbo from env", env: map[string]string{"PAGODA_ENABLE_DBO": "true"}, check: func(r result) bool { return r.cfg.DBO.Enable }},
+		{name: "dbo threshold", args: []string{"--enable-dbo", "--dbo-decode-token-threshold", "0"},
+			wantErr: "--dbo-decode-token-threshold must be ≥ 1, got 0"},
 		{name: "seed", args: []string{"--seed", "42"}, check: func(r result) bool { return r.opts.Seed != nil && *r.opts.Seed == 42 }},
 		{name: "no seed", args: nil, check: func(r result) bool { return r.opts.Seed == nil }},
 		{name: "seed from env", env: map[string]string{"PAGODA_SEED": "-3"}, check: func(r result) bool { return *r.opts.Seed == -3 }},

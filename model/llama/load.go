@@ -126,6 +126,9 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
 	m.pool = kernels.NewPool(opt.Threads)
+	if m.sh.tp != nil {
+		m.pool.SetBetween(m.sh.progress) // drive in-flight all-reduces between kernel tasks
+	}
 	return m, nil
 }
 

@@ -23,6 +23,9 @@ type shard struct {
 	rank  int
 	size  int
 	times model.CommTimes // of the current forward pass
+	// inflight counts the all-reduces started and not yet waited for;
+	// progress does nothing without one.
+	inflight int
 }
 
 // start begins summing x over the ranks (IAllReduce) and returns the
@@ -38,6 +41,7 @@ func (sh *shard) start(x []float32) (model.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
 	}
+	sh.inflight++
 	return r, nil
 }
 
@@ -49,6 +53,7 @@ func (sh *shard) wait(r model.Request) error {
 	t := time.Now()
 	err := r.Wait()
 	sh.times.Wait += time.Since(t)
+	sh.inflight--
 	if err != nil {
 		return fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
 	}
@@ -56,11 +61,12 @@ func (sh *shard) wait(r model.Request) error {
 }
 
 // progress drives the outstanding all-reduces (MPI advances a nonblocking
-// collective only inside MPI calls); called between kernels while a
-// micro-batch's all-reduce is in flight. A failure is left for the wait
-// to report.
+// collective only inside MPI calls): called between kernels and, through
+// the pool (kernels.Pool.SetBetween), between the tasks of a kernel, from
+// the goroutine running the forward pass, while a micro-batch's
+// all-reduce is in flight. A failure is left for the wait to report.
 func (sh *shard) progress() {
-	if sh.tp == nil {
+	if sh.tp == nil || sh.inflight == 0 {
 		return
 	}
 	t := time.Now()

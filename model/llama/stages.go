@@ -50,7 +50,7 @@ type ubatch struct {
 // run takes the micro-batches through every layer, stage by stage (see
 // above), then computes their logits.
 func (m *Model) run(us []ubatch, kv *model.KVCache) error {
-	m.sh.times = model.CommTimes{}
+	m.sh.times, m.sh.inflight = model.CommTimes{}, 0
 	for i := range us {
 		m.begin(&us[i], kv)
 	}
