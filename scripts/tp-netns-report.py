@@ -17,7 +17,7 @@ import re
 import statistics
 import sys
 
-STEP_PARTS = ["compute", "communication", "wait"]
+STEP_PARTS = ["forward", "compute", "communication", "wait"]
 
 
 def prom(path):
@@ -43,10 +43,10 @@ def load(out, name):
         res = json.load(f)
     before, after = prom(os.path.join(out, name + ".before.prom")), prom(os.path.join(out, name + ".after.prom"))
     delta = {k: after[k] - before.get(k, 0.0) for k in after}
-    steps = delta.get("vllm:iteration_tokens_total_count", 0.0)
+    steps = delta.get("pagoda_step_forward_seconds_count", 0.0)
     step = {}
-    for part in ["duration"] + STEP_PARTS:
-        key = "pagoda_step_%s_seconds_total" % part
+    for part in STEP_PARTS:
+        key = "pagoda_step_%s_seconds_sum" % part
         if steps > 0 and key in delta:
             step[part] = delta[key] / steps * 1e3
     return {
@@ -55,6 +55,7 @@ def load(out, name):
         "tps": res["output_throughput"],
         "failed": res.get("failed", 0),
         "steps": steps,
+        "split": delta.get("pagoda_dbo_split_steps_total", 0.0),
         "step": step,
     }
 
@@ -87,8 +88,8 @@ def table(out, reps, configs, rates, workload, rate):
         "#### %s, link %s (%d repetitions)" % (workload, rate, reps),
         "",
         "| config | mean TTFT (ms) | req/s | output tok/s | TTFT / tp2 | req/s / tp2 | tok/s / tp2 "
-        "| steps | ms/step | compute | communication | waiting |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| steps (split) | forward | compute | communication | waiting |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cfg in configs:
         rs = [runs[(cfg, r)] for r in range(reps) if (cfg, r) in runs]
@@ -100,11 +101,11 @@ def table(out, reps, configs, rates, workload, rate):
         name = cfg + (" (no link)" if cfg == "tp1" else "")
         if any(x["failed"] for x in rs):
             name += " (%d failed requests)" % sum(x["failed"] for x in rs)
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %.0f (%.0f) | %s | %s | %s | %s |" % (
             name, spread([x["ttft"] for x in rs], "%.0f"), spread([x["rps"] for x in rs], "%.3f"),
             spread([x["tps"] for x in rs], "%.2f"), ratio(rel("ttft")), ratio(rel("rps")), ratio(rel("tps")),
-            statistics.mean([x["steps"] for x in rs]), step("duration"),
-            step("compute"), step("communication"), step("wait")))
+            statistics.mean([x["steps"] for x in rs]), statistics.mean([x["split"] for x in rs]),
+            step("forward"), step("compute"), step("communication"), step("wait")))
     return "\n".join(lines) + "\n"
 
 
@@ -113,7 +114,8 @@ def main():
     configs, rates, workloads = sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split()
     print("### Tensor parallelism across a shaped veth link (scripts/tp-netns.sh)\n")
     print("Means ± sample standard deviation over the repetitions; ratios are paired (same repetition),")
-    print("mean (min–max). Per-step columns: rank 0's engine step statistics, ms per step.\n")
+    print("mean (min–max). Steps: mean per run (split: run as two micro-batches); forward, compute,")
+    print("communication, waiting: rank 0's engine step statistics, mean ms per step.\n")
     for w in workloads:
         for rate in rates:
             t = table(out, reps, configs, rates, w, rate)
