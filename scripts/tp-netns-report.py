@@ -89,7 +89,7 @@ def table(out, reps, configs, rates, workload, rate):
         "",
         "| config | mean TTFT (ms) | req/s | output tok/s | TTFT / tp2 | req/s / tp2 | tok/s / tp2 "
         "| steps (split) | forward | compute | communication | waiting |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cfg in configs:
         rs = [runs[(cfg, r)] for r in range(reps) if (cfg, r) in runs]
@@ -115,7 +115,8 @@ def main():
     print("### Tensor parallelism across a shaped veth link (scripts/tp-netns.sh)\n")
     print("Means ± sample standard deviation over the repetitions; ratios are paired (same repetition),")
     print("mean (min–max). Steps: mean per run (split: run as two micro-batches); forward, compute,")
-    print("communication, waiting: rank 0's engine step statistics, mean ms per step.\n")
+    print("communication, waiting: rank 0's engine step statistics, mean ms per step (the steps include")
+    print("those of bench serve's initial single-prompt test request).\n")
     for w in workloads:
         for rate in rates:
             t = table(out, reps, configs, rates, w, rate)
