@@ -162,6 +162,25 @@ func (f *File) Close() error {
 	return unmap()
 }
 
+// Release tells the system that bytes [from, to) of the named tensor's
+// data will not be read soon: with a mapped file (Open) on Linux, the whole
+// pages inside that range leave the process's resident memory (the page
+// cache keeps them; reading them again faults them back in from the file).
+// It changes no data, and does nothing for a File from Parse, or elsewhere.
+func (f *File) Release(name string, from, to int64) error {
+	ti, ok := f.TensorInfo(name)
+	switch {
+	case !ok:
+		return &FormatError{Where: fmt.Sprintf("tensor %q", name), Msg: "not found", Err: ErrNotFound}
+	case from < 0 || to > ti.Size || from > to:
+		return fmt.Errorf("gguf: release of bytes [%d, %d) of tensor %q of %d bytes", from, to, name, ti.Size)
+	case f.unmap == nil || f.data == nil: // parsed from memory, or closed
+		return nil
+	}
+	start := f.DataOffset + ti.Offset
+	return releasePages(f.data[start+from : start+to])
+}
+
 // TensorInfo returns the description of the named tensor.
 func (f *File) TensorInfo(name string) (TensorInfo, bool) {
 	i, ok := f.tensorIndex[name]

@@ -98,6 +98,11 @@ func packGroup32(out []byte, w Weight, g int) {
 	}
 }
 
+// ReadsCopy reports whether MatMul reads only w's own copy of the rows
+// (Pack's or Repack's), never w.Data: Data's memory (e.g. the pages of a
+// file mapping) can then be released without slowing the products down.
+func (w Weight) ReadsCopy() bool { return w.packed != nil || w.repacked != nil }
+
 // RowBytes is the size in bytes of one row. It is only meaningful for a
 // weight that passed Validate.
 func (w Weight) RowBytes() int {

@@ -117,6 +117,11 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 		}
 	}
 	m.packWeights(!opt.NoRepack, untied)
+	if m.sh.tp != nil {
+		if err := m.releaseUnused(untied); err != nil {
+			return nil, err
+		}
+	}
 	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
@@ -145,7 +150,8 @@ func (t *tensors) fail(name, format string, args ...any) {
 // repack, the matrices llama.cpp repacks (Q4_0, kernels.Repack) take its
 // repacked arithmetic and layout instead, as in llama.cpp's default
 // configuration; like llama.cpp, the token embeddings are never repacked,
-// even when they double as the output.
+// even when they double as the output. A tensor-parallel rank that
+// computes no logits leaves the output unpacked (it never reads it).
 func (m *Model) packWeights(repack, untied bool) {
 	pack := func(w kernels.Weight) kernels.Weight {
 		if repack {
@@ -155,9 +161,11 @@ func (m *Model) packWeights(repack, untied bool) {
 		}
 		return kernels.Pack(w)
 	}
-	if untied {
+	switch {
+	case !m.sh.logits():
+	case untied:
 		m.output = pack(m.output)
-	} else {
+	default:
 		m.output = kernels.Pack(m.output)
 	}
 	for i := range m.layers {
