@@ -19,3 +19,4 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel rope -pkg kernels -out ../rope_amd64.s -stubs ../rope_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel gemmr -pkg kernels -out ../gemmr_amd64.s -stubs ../gemmr_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel attnavx2 -pkg kernels -out ../attnavx2_amd64.s -stubs ../attnavx2_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel kfast -pkg kernels -out ../kfast_amd64.s -stubs ../kfast_stubs_amd64.go"

@@ -41,6 +41,7 @@ var families = map[string]func(){
 	"rope":       genRope,
 	"gemmr":      genGemmR,
 	"attnavx2":   genAttnAVX2,
+	"kfast":      genKFast,
 }
 
 func main() {
