@@ -40,6 +40,7 @@ var families = map[string]func(){
 	"quantavx2":  genQuantAVX2,
 	"rope":       genRope,
 	"gemmr":      genGemmR,
+	"gemmq":      genGemmQ,
 	"attnavx2":   genAttnAVX2,
 	"kfast":      genKFast,
 }

@@ -25,7 +25,7 @@ import (
 // (in practice they are identical to float32 rounding of the logits).
 func TestSmolLM2(t *testing.T) {
 	ref := readRef(t, testmodel.SmolReference(t))
-	m := openModel(t, testmodel.Default(t), Options{Threads: 2})
+	m := openModel(t, testmodel.Default(t), Options{Threads: 2, ExactArithmetic: true})
 	cases, steps := ref.Cases, 48
 	if raceEnabled {
 		cases, steps = cases[:2], 4
