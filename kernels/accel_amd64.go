@@ -123,11 +123,16 @@ var accelTypes = map[gguf.Type]struct{ avx512, avx2 accelKernels }{
 		avx2: accelKernels{gemm: &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3,
 			gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}}},
 	},
-	gguf.Q2_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}}}},
-	gguf.Q3_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}}}},
-	gguf.Q4_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ4_K_1, gemmQ4_K_2, gemmQ4_K_3, gemmQ4_K_4, gemmQ4_K_5, gemmQ4_K_6}}}},
-	gguf.Q5_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}}}},
-	gguf.Q6_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}}}},
+	gguf.Q2_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}},
+		fast: &blockGEMM{fast: &fastQ2K, tiles: []gemmFunc{kfastQ2_K_1, kfastQ2_K_2, kfastQ2_K_3, kfastQ2_K_4}}}},
+	gguf.Q3_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}},
+		fast: &blockGEMM{fast: &fastQ3K, tiles: []gemmFunc{kfastQ3_K_1, kfastQ3_K_2, kfastQ3_K_3, kfastQ3_K_4}}}},
+	gguf.Q4_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ4_K_1, gemmQ4_K_2, gemmQ4_K_3, gemmQ4_K_4, gemmQ4_K_5, gemmQ4_K_6}},
+		fast: &blockGEMM{fast: &fastQ4K, tiles: []gemmFunc{kfastQ4_K_1, kfastQ4_K_2, kfastQ4_K_3, kfastQ4_K_4}}}},
+	gguf.Q5_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}},
+		fast: &blockGEMM{fast: &fastQ5K, tiles: []gemmFunc{kfastQ5_K_1, kfastQ5_K_2, kfastQ5_K_3, kfastQ5_K_4}}}},
+	gguf.Q6_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}},
+		fast: &blockGEMM{fast: &fastQ6K, tiles: []gemmFunc{kfastQ6_K_1, kfastQ6_K_2, kfastQ6_K_3, kfastQ6_K_4}}}},
 }
 
 // withTypes sets k's per-type kernels from accelTypes, as of picks them.

@@ -29,8 +29,8 @@ func TestFastExact(t *testing.T) {
 		for _, typ := range fastTypes() {
 			r := newRand(11 + uint64(typ))
 			f := weightTypes[typ].fast
-			for _, rows := range []int{8, 24, 40, 200} {
-				for _, cols := range []int{f.block, 3 * f.block, 16 * f.block} {
+			for _, rows := range []int{f.rows, 3 * f.rows, 5 * f.rows, 200 / f.rows * f.rows} {
+				for _, cols := range []int{f.block, 3 * f.block, min(16*f.block, 2048)} {
 					w, _ := quantWeight(t, r, typ, rows, cols)
 					w = fast(k, w)
 					if !w.Repacked() {
@@ -56,6 +56,12 @@ func checkFast(t *testing.T, k *impl, w Weight, seed uint64, n int) {
 	var act actRows
 	act.prepare(k, w.actKind(), x, n, w.Cols)
 	rb := w.RowBytes()
+	want := make([]float32, n*w.Rows)
+	for tok := range n {
+		for row := range w.Rows {
+			want[tok*w.Rows+row] = w.fast.dot(w.Data[row*rb:(row+1)*rb], &act.rows[tok])
+		}
+	}
 	for threads := 1; threads <= 3; threads++ {
 		t.Run(fmt.Sprintf("%v/%dx%d/n%d/t%d", w.Type, w.Rows, w.Cols, n, threads), func(t *testing.T) {
 			p := newPool(threads, k)
@@ -70,12 +76,9 @@ func checkFast(t *testing.T, k *impl, w Weight, seed uint64, n int) {
 					t.Fatalf("MatMul wrote past dst at %d", i)
 				}
 			}
-			for tok := range n {
-				for row := range w.Rows {
-					want := w.fast.dot(w.Data[row*rb:(row+1)*rb], &act.rows[tok])
-					if got := buf[tok*w.Rows+row]; math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("token %d row %d: %v, want %v", tok, row, got, want)
-					}
+			for i, v := range want {
+				if got := buf[i]; math.Float32bits(got) != math.Float32bits(v) {
+					t.Fatalf("token %d row %d: %v, want %v", i/w.Rows, i%w.Rows, got, v)
 				}
 			}
 		})
@@ -88,7 +91,7 @@ func checkFast(t *testing.T, k *impl, w Weight, seed uint64, n int) {
 func TestFastDotAgainstFloat(t *testing.T) {
 	for _, typ := range fastTypes() {
 		r := newRand(12)
-		const rows, cols = 8, 4096
+		const rows, cols = 16, 4096
 		w, deq := quantWeight(t, r, typ, rows, cols)
 		w = fast(generic, w)
 		x := randVec(r, cols, 1)

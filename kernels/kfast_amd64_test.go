@@ -90,3 +90,45 @@ func TestKFastKernels(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKFastKernel times one call of the fast kernel and of the exact
+// (gemmk/kq23) kernel on the same 2048×2048 weight, 1 and 4 tokens.
+func BenchmarkKFastKernel(b *testing.B) {
+	if !hasAVX512() {
+		b.Skip("no AVX-512 VNNI on this CPU")
+	}
+	exact := accelTypes
+	for _, tc := range kFastDots {
+		kk := kfastKernels[tc.typ]
+		r := newRand(5)
+		const rows, cols = 2048, 2048
+		w := rawBlocks(r, tc.typ, rows, cols, 0, scaleDists["normal"](r))
+		packed := interleaveK(w, kk.interleave, kk.block)
+		for _, n := range []int{1, 4} {
+			x := randVec(r, n*cols, 1)
+			var act actRows
+			act.prepare(generic, actQ8K, x, n, cols)
+			stride := cols / 256 * kfRec
+			rec := make([]byte, n*stride)
+			for tok := range n {
+				writeRecordsKFast(rec[tok*stride:(tok+1)*stride], &act.rows[tok])
+			}
+			dst := make([]float32, n*rows)
+			b.Run(fmt.Sprintf("%v/fast/n%d", tc.typ, n), func(b *testing.B) {
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					kk.tiles[n-1](&packed[0], cols/256*kk.block, rows, &rec[0], stride, cols/256, &dst[0], rows)
+				}
+			})
+			act.rec = grow(act.rec, n*(cols/256*gemmKRec))
+			act.recordsKRows(0, n)
+			g := exact[tc.typ].avx512.gemm
+			b.Run(fmt.Sprintf("%v/exact/n%d", tc.typ, n), func(b *testing.B) {
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					g.tiles[n-1](&w.Data[0], w.RowBytes(), rows, &act.rec[0], cols/256*gemmKRec, cols/256, &dst[0], rows)
+				}
+			})
+		}
+	}
+}

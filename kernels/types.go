@@ -45,11 +45,11 @@ var weightTypes = [numTypes]typeTraits{
 	gguf.Q5_0: {act: actQ8_0, dot: dotQ5_0Generic, fast: &fastQ5_0},
 	gguf.Q5_1: {act: actQ8_1, dot: dotQ5_1Generic, fast: &fastQ5_1},
 	gguf.Q8_0: {act: actQ8_0, dot: dotQ8_0Generic, packHeader: 2, fast: &fastQ8_0}, // d
-	gguf.Q2_K: {act: actQ8K, dot: dotQ2KGeneric},
-	gguf.Q3_K: {act: actQ8K, dot: dotQ3KGeneric},
-	gguf.Q4_K: {act: actQ8K, dot: dotQ4KGeneric},
-	gguf.Q5_K: {act: actQ8K, dot: dotQ5KGeneric},
-	gguf.Q6_K: {act: actQ8K, dot: dotQ6KGeneric},
+	gguf.Q2_K: {act: actQ8K, dot: dotQ2KGeneric, fast: &fastQ2K},
+	gguf.Q3_K: {act: actQ8K, dot: dotQ3KGeneric, fast: &fastQ3K},
+	gguf.Q4_K: {act: actQ8K, dot: dotQ4KGeneric, fast: &fastQ4K},
+	gguf.Q5_K: {act: actQ8K, dot: dotQ5KGeneric, fast: &fastQ5K},
+	gguf.Q6_K: {act: actQ8K, dot: dotQ6KGeneric, fast: &fastQ6K},
 }
 
 // traitsOf returns t's record, or nil when the kernels do not support t.
