@@ -36,6 +36,10 @@
 //     repacks Q4_0 matrices of a multiple of 8 rows): per (row, token),
 //     block by block, dst = fma(float(exact block dot), dw·da, dst), as
 //     ggml_gemv/gemm_q4_0_8x8_q8_0 (repack.go).
+//   - Fast K-quants (the default, fast.go; kfast_generic.go): per (row,
+//     token) and super-block, isum = Σ_g sc_g·Σ_{e∈g} q·y exact in int32,
+//     acc = fma(float(isum), d·da, acc), then for Q2_K/Q4_K/Q5_K
+//     acc = fma(float(Σ_g m_g·bsum_g), −(dmin·da), acc).
 //   - F32/F16 rows (F16 and F32 weights, attention scores and values):
 //     ggml_vec_dot_f32/f16 with AVX-512, 64 lanes (lane i mod 64) reduced by
 //     reduce64; BF16: VDPBF16PS's pairwise layout (dotBF16Generic).
@@ -73,6 +77,7 @@
 //	gemm5       AVX-512 VNNI    MatMul on Q5_0, Q5_1
 //	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
 //	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
+//	kfast       AVX-512 VNNI    MatMul on Q2_K..Q6_K, fast arithmetic (16-row groups)
 //	gemmr       AVX2            MatMul on repacked Q4_0 (Repack), in both implementations
 //	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
 //	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 records
