@@ -57,10 +57,9 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--text: %w", err)
 	}
-	variants := []kldVariant{{"fast arithmetic", model.LoadOptions{Threads: f.threads}}}
+	variants := []kldVariant{{"fast arithmetic", loadOpts(false, f.threads)}}
 	if !f.noFloor {
-		variants = append(variants, kldVariant{"exact, flash attention (floor)",
-			model.LoadOptions{Threads: f.threads, ExactArithmetic: true, FlashAttention: true}})
+		variants = append(variants, kldVariant{"exact, flash attention (floor)", loadOpts(true, f.threads)})
 	}
 	sts, err := benchKLD(f, string(text), variants)
 	if err != nil {
@@ -79,6 +78,12 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 type kldVariant struct {
 	name string
 	opts model.LoadOptions
+}
+
+// loadOpts returns the fast arithmetic's options, or with floor the exact
+// arithmetic with flash attention.
+func loadOpts(floor bool, threads int) model.LoadOptions {
+	return model.LoadOptions{Threads: threads, ExactArithmetic: floor, FlashAttention: floor}
 }
 
 // kldStats summarises the positions scored.
