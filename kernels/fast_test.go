@@ -44,6 +44,13 @@ func TestFastExact(t *testing.T) {
 					}
 				}
 			}
+			// Every bit pattern of the quants, scales of every range.
+			for dist, mk := range scaleDists {
+				w := fast(k, rawBlocks(r, typ, 16, 8*f.block, 0, mk(r)))
+				for _, n := range []int{1, 9} {
+					t.Run(dist, func(t *testing.T) { checkFast(t, k, w, r.Uint64(), n) })
+				}
+			}
 		}
 	})
 }

@@ -41,6 +41,7 @@ var families = map[string]func(){
 	"rope":       genRope,
 	"gemmr":      genGemmR,
 	"gemmq":      genGemmQ,
+	"gemmqavx2":  genGemmQAVX2,
 	"attnavx2":   genAttnAVX2,
 	"kfast":      genKFast,
 }
