@@ -97,6 +97,7 @@
 //	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
 //	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
 //	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups)
+//	kfastavx2   AVX2            the same
 //	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
 //	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 records
 //	quantavx2   AVX2            the same
@@ -108,7 +109,7 @@
 //	attnavx2    AVX2            the same, and float32 to F16 rows
 //	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
 //
-// Types without a kernel in an implementation (Q5_0, Q5_1 and the K-quants
-// under avx2) use the generic dot product with that implementation's
-// activation quantizers.
+// In the exact arithmetic, types without a kernel in an implementation
+// (Q5_0, Q5_1 and the K-quants under avx2) use the generic dot product
+// with that implementation's activation quantizers.
 package kernels

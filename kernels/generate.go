@@ -22,3 +22,4 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel gemmqavx2 -pkg kernels -out ../gemmqavx2_amd64.s -stubs ../gemmqavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel attnavx2 -pkg kernels -out ../attnavx2_amd64.s -stubs ../attnavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel kfast -pkg kernels -out ../kfast_amd64.s -stubs ../kfast_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel kfastavx2 -pkg kernels -out ../kfastavx2_amd64.s -stubs ../kfastavx2_stubs_amd64.go"

@@ -77,6 +77,11 @@ type kfast struct {
 	acc  []reg.VecPhysical // (na) float accumulators, one lane per row
 	isum []reg.VecVirtual  // (na) the super-block's integer sums
 	m0F  reg.VecVirtual    // bytes 0x0F
+
+	// AVX2 (kfastavx2.go): the half-group index (0 or 8 rows), the YMM
+	// accumulators and integer sums.
+	half       reg.GPVirtual
+	acc2, sum2 []reg.VecVirtual
 }
 
 func (g *kfast) name() string { return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na) }

@@ -44,6 +44,7 @@ var families = map[string]func(){
 	"gemmqavx2":  genGemmQAVX2,
 	"attnavx2":   genAttnAVX2,
 	"kfast":      genKFast,
+	"kfastavx2":  genKFastAVX2,
 }
 
 func main() {
