@@ -107,14 +107,19 @@ var ymmPhysical = []reg.VecPhysical{
 	reg.Y24, reg.Y25, reg.Y26, reg.Y27, reg.Y28, reg.Y29, reg.Y30, reg.Y31,
 }
 
-// gemmQ emits one kernel of na activation rows.
+// gemmQ emits one kernel of na activation rows: ZMM passes over pairs of
+// groups (lanes 0..7 the first group's rows, 8..15 the next one's, which
+// lies groupBytes further), then a YMM pass over the last group when the
+// number of groups is odd.
 type gemmQ struct {
-	t   fastType
-	na  int
-	acc []reg.VecPhysical // per token, pinned from Y31 down
-	sum []reg.VecPhysical // per token, the block's integer sums
-	act strided
-	p   reg.GPVirtual // the current group-block
+	t    fastType
+	na   int
+	wide bool              // the current pass is over a pair of groups
+	acc  []reg.VecPhysical // per token, pinned from the top down
+	sum  []reg.VecPhysical // per token, the block's integer sums
+	act  strided
+	p    reg.GPVirtual // the current group-block
+	gb   reg.GPVirtual // groupBytes
 }
 
 func (g *gemmQ) name() string { return fmt.Sprintf("gemmF%s_%d", g.t.name, g.na) }
@@ -128,28 +133,54 @@ func (g *gemmQ) gen() {
 	r, group := GP64(), GP64()
 	XORQ(r, r)
 	Load(Param("w"), group)
+	g.gb = loadGP("groupBytes")
+	rows := loadGP("rows")
+	Label(name + "_pairs")
+	end := GP64()
+	LEAQ(Mem{Base: r, Disp: 2 * fastGroup}, end)
+	CMPQ(end, rows)
+	JG(LabelRef(name + "_tail"))
+	g.pass(true, r, group)
+	JMP(LabelRef(name + "_pairs"))
+	Label(name + "_tail")
+	CMPQ(r, rows)
+	JGE(LabelRef(name + "_done"))
+	g.pass(false, r, group)
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// pass emits one pass over a pair of groups (wide) or one group, from row
+// r and the group at group, and advances both.
+func (g *gemmQ) pass(wide bool, r, group reg.GPVirtual) {
+	g.wide = wide
+	phys, tag := ymmPhysical, "_g"
+	if wide {
+		phys, tag = zmmPhysical, "_p"
+	}
 	g.acc, g.sum = make([]reg.VecPhysical, g.na), make([]reg.VecPhysical, g.na)
 	for a := range g.na {
-		g.acc[a], g.sum[a] = ymmPhysical[31-a], ymmPhysical[31-fastTile-a]
-	}
-	Label(name + "_rows")
-	for _, z := range g.acc {
-		zero(z)
+		g.acc[a], g.sum[a] = phys[31-a], phys[31-fastTile-a]
+		zero(g.acc[a])
 	}
 	g.act = loadStrided("act", "actStride", g.na, 1)
 	g.p = GP64()
 	cnt := GP64()
 	MOVQ(group, g.p)
 	Load(Param("nb"), cnt)
-	Label(name + "_blocks")
+	Label(g.name() + tag + "_blocks")
 	for d := 0; d < g.t.groupBlock(); d += 64 {
 		PREFETCHT0(Mem{Base: g.p, Disp: prefetchAhead + d})
+		if wide {
+			PREFETCHT0(Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: prefetchAhead + d})
+		}
 	}
 	g.block()
 	ADDQ(U32(g.t.groupBlock()), g.p)
 	g.act.advance(fastRec)
 	DECQ(cnt)
-	JNZ(LabelRef(name + "_blocks"))
+	JNZ(LabelRef(g.name() + tag + "_blocks"))
 	dst := loadStrided("dst", "dstStride", g.na, 4)
 	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
 	if dst.base4 != nil {
@@ -158,16 +189,44 @@ func (g *gemmQ) gen() {
 	for a := range g.na {
 		VMOVUPS(g.acc[a], dst.at(a, 0))
 	}
-	gb := GP64()
-	Load(Param("groupBytes"), gb)
-	ADDQ(gb, group)
+	ADDQ(g.gb, group)
 	ADDQ(U8(fastGroup), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(name + "_rows"))
-	VZEROUPPER()
-	RET()
+	if wide {
+		ADDQ(g.gb, group)
+		ADDQ(U8(fastGroup), r)
+	}
+}
+
+// vec returns a new vector register of the pass's width.
+func (g *gemmQ) vec() reg.VecVirtual {
+	if g.wide {
+		return ZMM()
+	}
+	return YMM()
+}
+
+// load loads the 32 bytes at disp of the group-block (and, in a wide pass,
+// those of the next group into the upper half) into v.
+func (g *gemmQ) load(disp int, v reg.VecVirtual) {
+	if !g.wide {
+		VMOVDQU32(Mem{Base: g.p, Disp: disp}, v)
+		return
+	}
+	VMOVDQU32(Mem{Base: g.p, Disp: disp}, v.AsY())
+	VINSERTI64X4(U8(1), Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: disp}, v, v)
+}
+
+// halves converts the 8 f16 values at disp (16 in a wide pass, the next
+// group's in the upper half) into v.
+func (g *gemmQ) halves(disp int, v reg.VecVirtual) {
+	if !g.wide {
+		VCVTPH2PS(Mem{Base: g.p, Disp: disp}, v)
+		return
+	}
+	h := YMM()
+	VMOVDQU(Mem{Base: g.p, Disp: disp}, h.AsX())
+	VINSERTI128(U8(1), Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: disp}, h, h)
+	VCVTPH2PS(h, v)
 }
 
 // block emits one group-block: the integer sums, then the float work.
@@ -181,31 +240,36 @@ func (g *gemmQ) block() {
 	}
 	if g.t.q8 {
 		for c := range 8 {
-			w := YMM()
-			VMOVDQU32(Mem{Base: g.p, Disp: g.t.chunks() + 32*c}, w)
+			w := g.vec()
+			g.load(g.t.chunks()+32*c, w)
 			VPXORD_BCST(constU32("byte80", 0x80808080), w, w)
 			for a := range g.na {
 				vpdpbusdBcst(g.act.at(a, 4*c), w, g.sum[a])
 			}
 		}
 	} else {
+		var qh reg.VecVirtual
+		if g.t.q5 {
+			qh = g.vec()
+			g.load(8*g.t.hdr, qh)
+		}
 		for c := range 4 {
-			lo, hi := g.nibbles(c)
+			lo, hi := g.nibbles(c, qh)
 			for a := range g.na {
 				vpdpbusdBcst(g.act.at(a, 4*c), lo, g.sum[a])
 				vpdpbusdBcst(g.act.at(a, 16+4*c), hi, g.sum[a])
 			}
 		}
 	}
-	dw := YMM()
-	VCVTPH2PS(Mem{Base: g.p}, dw)
+	dw := g.vec()
+	g.halves(0, dw)
 	var mw reg.VecVirtual
 	if g.t.min() {
-		mw = YMM()
-		VCVTPH2PS(Mem{Base: g.p, Disp: 16}, mw)
+		mw = g.vec()
+		g.halves(16, mw)
 	}
 	for a, s := range g.sum {
-		dd := YMM()
+		dd := g.vec()
 		VCVTDQ2PS(s, s)
 		VMULPS_BCST(g.act.at(a, fastRecD), dw, dd) // dw·da, exact
 		VFMADD231PS(s, dd, g.acc[a])
@@ -216,23 +280,23 @@ func (g *gemmQ) block() {
 }
 
 // nibbles loads chunk c and returns its low and high nibbles (with the
-// high bits of the 5-bit types) as unsigned bytes.
-func (g *gemmQ) nibbles(c int) (lo, hi reg.VecVirtual) {
+// high bits of the 5-bit types, from their qhLanes words qh) as unsigned
+// bytes.
+func (g *gemmQ) nibbles(c int, qh reg.VecVirtual) (lo, hi reg.VecVirtual) {
 	m0F := constU32("nib0F", 0x0F0F0F0F)
-	lo, hi = YMM(), YMM()
-	VMOVDQU32(Mem{Base: g.p, Disp: g.t.chunks() + 32*c}, hi)
+	lo, hi = g.vec(), g.vec()
+	g.load(g.t.chunks()+32*c, hi)
 	VPANDD_BCST(m0F, hi, lo)
 	VPSRLW(U8(4), hi, hi)
 	VPANDD_BCST(m0F, hi, hi)
 	if g.t.q5 {
 		for h, v := range []reg.VecVirtual{lo, hi} {
-			i, t := c+4*h, YMM()
-			qh := Mem{Base: g.p, Disp: 8 * g.t.hdr}
+			i, t := c+4*h, g.vec()
 			switch {
 			case i < 4:
 				VPSLLD(U8(4-i), qh, t)
 			case i == 4:
-				VMOVDQU32(qh, t)
+				VMOVDQA64(qh, t)
 			default:
 				VPSRLD(U8(i-4), qh, t)
 			}
