@@ -1,10 +1,13 @@
+//go:build linux
+
 package llama
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"pagoda/internal/testmodel"
 	"pagoda/model"
@@ -99,11 +102,12 @@ func decodeBatch(n int) *model.Batch {
 	return b
 }
 
-// threadCPU returns the CPU time of the calling OS thread.
+// threadCPU returns the CPU time of the calling OS thread
+// (CLOCK_THREAD_CPUTIME_ID: exact, unlike getrusage's tick-sampled split).
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1, &ru); err != nil { // RUSAGE_THREAD
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		panic(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }
