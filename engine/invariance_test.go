@@ -70,8 +70,10 @@ func TestBatchInvarianceSmolLM2(t *testing.T) {
 
 func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 	path := testmodel.Default(t)
+	// The default arithmetic (fast), which the product serves with.
 	alone := newTestEngine(t, path, func(c *Config) {
 		c.KVCacheType, c.EnablePrefixCaching, c.MaxModelLen = model.KVF16, false, 256
+		c.ExactArithmetic = false
 	})
 	reqs := invarianceWorkload(t, alone, n, params)
 	want := make([]RequestOutput, len(reqs))
@@ -84,6 +86,7 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 			c.KVCacheType, c.MaxModelLen, c.BlockSize = model.KVF16, 160, 16
 			c.NumBlocksOverride, c.SwapSpace, c.Preemption = max(10, 3*n/4), 96*per, mode
 			c.MaxNumBatchedTokens, c.MaxNumSeqs = 64, 16
+			c.ExactArithmetic = false
 		})
 		got := runAll(t, crowd, reqs)
 		for i := range reqs {

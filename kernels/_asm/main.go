@@ -40,7 +40,11 @@ var families = map[string]func(){
 	"quantavx2":  genQuantAVX2,
 	"rope":       genRope,
 	"gemmr":      genGemmR,
+	"gemmq":      genGemmQ,
+	"gemmqavx2":  genGemmQAVX2,
 	"attnavx2":   genAttnAVX2,
+	"kfast":      genKFast,
+	"kfastavx2":  genKFastAVX2,
 }
 
 func main() {

@@ -75,7 +75,7 @@ func storiesCache(t *testing.T, m *Model, n, bs int, typ model.KVType) (*model.K
 // break its near-ties the other way.
 func TestStories260K(t *testing.T) {
 	ref := testmodel.ReadReference(t, testmodel.StoriesReference(t))
-	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash, ExactArithmetic: true})
 	cases := []struct {
 		bs             int
 		typ            model.KVType
@@ -118,7 +118,7 @@ func TestStories260K(t *testing.T) {
 // tails, which SmolLM2 does not.
 func TestStories260KFlashExact(t *testing.T) {
 	ref := testmodel.ReadReference(t, storiesFlashRefPath)
-	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash, ExactArithmetic: true})
 	cases := []struct {
 		bs  int
 		typ model.KVType

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Fast-arithmetic GEMM kernels for the K-quants (AVX-512 VNNI): one ZMM
+// lane per weight row, 16 rows per group (the interleaved layouts of
+// kernels/kfast_layout.go), up to kfTile activation rows per call. Per
+// (row, token) and super-block the kernels compute, as
+// kernels/kfast_generic.go,
+//
+//	isum = Σ_g sc_g · t_g     t_g = Σ_{e∈g} q_e·y_e, exact int32
+//	acc  = fma(float(isum), f16(d)·d_a, acc)
+//	acc  = fma(float(msum), −(f16(dmin)·d_a), acc)     with minimums
+//
+// A quad (64 bytes: 4 quant bytes of each of the 16 rows) meets 4
+// broadcast activation quants in one VPDPBUSD, adding 4 products to every
+// row's t_g; a group's t_g then takes its scale with VPMULLD. Quants are
+// fed unsigned: Q6_K's and Q3_K's offsets (−32, −4) are folded in by
+// starting t_g at −32·bsum_g or −4·bsum_g (from the activation record),
+// so t_g is the signed sum. The minimum sums are VPDPWSSD of the
+// minimum pairs by broadcast activation-sum pairs. Activation records
+// (kfRec bytes per super-block):
+//
+//	0   qs  [256]int8
+//	256 n32 [16]int32   −32·bsum_g
+//	320 n4  [16]int32   −4·bsum_g
+//	384 bs  [16]int16   bsum_g
+//	416 q8s [8]int16    sums of 32
+//	432 d   float32
+const (
+	kfRecN32 = 256
+	kfRecN4  = 320
+	kfRecBS  = 384
+	kfRecQ8S = 416
+	kfRecD   = 432
+	kfRec    = 448
+	kfTile   = 4
+	kfRows   = 16
+)
+
+// kfType is one K-quant's fast kernel: its group-block size and body.
+type kfType struct {
+	name  string
+	block int
+	body  func(g *kfast)
+}
+
+var kfTypes = []kfType{
+	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }},
+	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }},
+	{"Q6_K", 3360, (*kfast).q6},
+	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }},
+	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }},
+}
+
+func genKFast() {
+	for _, kt := range kfTypes {
+		for a := 1; a <= kfTile; a++ {
+			(&kfast{kt: kt, na: a}).gen()
+		}
+	}
+}
+
+// kfast emits one kernel of na activation rows.
+type kfast struct {
+	kt   kfType
+	na   int
+	w    reg.GPVirtual // the current group-block
+	act  strided
+	acc  []reg.VecPhysical // (na) float accumulators, one lane per row
+	isum []reg.VecVirtual  // (na) the super-block's integer sums
+	m0F  reg.VecVirtual    // bytes 0x0F
+
+	// AVX2 (kfastavx2.go): the half-group index (0 or 8 rows), the YMM
+	// accumulators and integer sums.
+	half       reg.GPVirtual
+	acc2, sum2 []reg.VecVirtual
+}
+
+func (g *kfast) name() string { return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na) }
+
+func (g *kfast) gen() {
+	name := g.name()
+	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	Doc(fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records.",
+		name, g.kt.name, kfRows, g.na))
+	Pragma("noescape")
+	r, group := GP64(), GP64()
+	XORQ(r, r)
+	Load(Param("w"), group)
+	Label(name + "_rows")
+	var pin pinned
+	g.acc = pin.zero(g.na)
+	g.act = loadStrided("act", "actStride", g.na, 1)
+	g.w = GP64()
+	MOVQ(group, g.w)
+	cnt := loadGP("nb")
+	g.m0F = ZMM()
+	VPBROADCASTD(constU32("kf0F", 0x0F0F0F0F), g.m0F)
+	Label(name + "_blocks")
+	for d := 0; d < g.kt.block; d += 64 {
+		PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead + d})
+	}
+	g.kt.body(g)
+	ADDQ(U32(g.kt.block), g.w)
+	g.act.advance(kfRec)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_blocks"))
+	dst := loadStrided("dst", "dstStride", g.na, 4)
+	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
+	for a := range g.na {
+		VMOVUPS(g.acc[a], dst.at(a, 0))
+	}
+	gb := loadGP("groupBytes")
+	ADDQ(gb, group)
+	ADDQ(U8(kfRows), r)
+	rows := loadGP("rows")
+	CMPQ(r, rows)
+	JL(LabelRef(name + "_rows"))
+	VZEROUPPER()
+	RET()
+}
+
+// vnniBcst emits a VNNI instruction whose first source is a broadcast
+// 32-bit memory operand: acc[i] op= f(src[i], m).
+func vnniBcst(op string, m Mem, src, acc Op) {
+	Instruction(&ir.Instruction{
+		Opcode:   op,
+		Suffixes: []string{"BCST"},
+		Operands: []Op{m, src, acc},
+		Inputs:   []Op{m, src, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512VNNI"},
+	})
+}
+
+// quad loads the quad at byte off of the group-block.
+func (g *kfast) quad(off int) reg.VecVirtual {
+	v := ZMM()
+	VMOVDQU64(Mem{Base: g.w, Disp: off}, v)
+	return v
+}
+
+// sums starts one t per activation row: zero, or the int32 at byte off of
+// each row's record (broadcast) when off ≥ 0.
+func (g *kfast) sums(off int) []reg.VecVirtual {
+	t := make([]reg.VecVirtual, g.na)
+	for a := range t {
+		t[a] = ZMM()
+		if off < 0 {
+			zero(t[a])
+		} else {
+			VPBROADCASTD(g.act.at(a, off), t[a])
+		}
+	}
+	return t
+}
+
+// dots adds quad q times the broadcast activation quants at record byte
+// off to t (one VPDPBUSD per activation row).
+func (g *kfast) dots(q reg.VecVirtual, off int, t []reg.VecVirtual) {
+	for a := range g.na {
+		vnniBcst("VPDPBUSD", g.act.at(a, off), q, t[a])
+	}
+}
+
+// scale multiplies each t by the group's scales sc (one dword per row)
+// and adds it to the integer sums (the first group sets them).
+func (g *kfast) scale(sc reg.VecVirtual, t []reg.VecVirtual) {
+	for a := range g.na {
+		VPMULLD(sc, t[a], t[a])
+		if g.isum[a] == nil {
+			g.isum[a] = t[a]
+			continue
+		}
+		VPADDD(t[a], g.isum[a], g.isum[a])
+	}
+}
+
+// merge returns (lo & 0x0F) | (hi & mask): a quant with its high bits,
+// hi already shifted into place.
+func (g *kfast) merge(lo, hi reg.VecVirtual, mask uint32) reg.VecVirtual {
+	VPANDD_BCST(constU32(fmt.Sprintf("kfbits%08x", mask), mask), hi, hi)
+	VPTERNLOGD(U8(0xF8), g.m0F, lo, hi) // hi | (lo & m0F)
+	return hi
+}
+
+// shifted returns v shifted left by s bits (right by −s) in 16-bit words:
+// with the byte masks applied after it, bits never cross into a field.
+func shifted(v reg.VecVirtual, s int) reg.VecVirtual {
+	out := ZMM()
+	switch {
+	case s > 0:
+		VPSLLW(U8(s), v, out)
+	case s < 0:
+		VPSRLW(U8(-s), v, out)
+	default:
+		VMOVDQA64(v, out)
+	}
+	return out
+}
+
+// q45 is the Q4_K (Q5_K with fifth) super-block: chunk c's quad k holds
+// sub-block 2c in its low nibbles and 2c+1 in its high ones.
+func (g *kfast) q45(fifth bool) {
+	qs := 320
+	if fifth {
+		qs = 832
+	}
+	g.isum = make([]reg.VecVirtual, g.na)
+	for c := range 4 {
+		tl, th := g.sums(-1), g.sums(-1)
+		for k := range 8 {
+			p := g.quad(qs + 64*(8*c+k))
+			hn := ZMM()
+			VPSRLW(U8(4), p, hn)
+			var lo, hi reg.VecVirtual
+			if fifth {
+				qh := g.quad(320 + 64*k)
+				lo = g.merge(p, shifted(qh, 4-2*c), 0x10101010)
+				hi = g.merge(hn, shifted(qh, 3-2*c), 0x10101010)
+			} else {
+				lo, hi = ZMM(), hn
+				VPANDD(g.m0F, p, lo)
+				VPANDD(g.m0F, hn, hi)
+			}
+			g.dots(lo, 64*c+4*k, tl)
+			g.dots(hi, 64*c+32+4*k, th)
+		}
+		for h, t := range [][]reg.VecVirtual{tl, th} {
+			sc := ZMM()
+			VPMOVZXBD(Mem{Base: g.w, Disp: 64 + 16*(2*c+h)}, sc)
+			g.scale(sc, t)
+		}
+	}
+	msum := g.sums(-1)
+	for i := range 4 {
+		mn := ZMM()
+		VPMOVZXBW(Mem{Base: g.w, Disp: 192 + 32*i}, mn)
+		for a := range g.na {
+			vnniBcst("VPDPWSSD", g.act.at(a, kfRecQ8S+4*i), mn, msum[a])
+		}
+	}
+	g.finish(0, 32, msum)
+}
+
+// q6 is the Q6_K super-block: in half h, ql quad (j, k) holds group
+// 8h+2j+k/4 in its low nibbles and 8h+4+2j+k/4 in its high ones, whose top
+// bits are bits 2j, 2j+1 and 2j+4, 2j+5 of qh quad (h, k).
+func (g *kfast) q6() {
+	g.isum = make([]reg.VecVirtual, g.na)
+	for h := range 2 {
+		for j := range 2 {
+			for kk := range 2 {
+				gl, gh := 8*h+2*j+kk, 8*h+4+2*j+kk
+				tl, th := g.sums(kfRecN32+4*gl), g.sums(kfRecN32+4*gh)
+				for k := 4 * kk; k < 4*kk+4; k++ {
+					p, qh := g.quad(288+64*(16*h+8*j+k)), g.quad(2336+64*(8*h+k))
+					hn := ZMM()
+					VPSRLW(U8(4), p, hn)
+					lo := g.merge(p, shifted(qh, 4-2*j), 0x30303030)
+					hi := g.merge(hn, shifted(qh, -2*j), 0x30303030)
+					g.dots(lo, 128*h+32*j+4*k, tl)
+					g.dots(hi, 128*h+64+32*j+4*k, th)
+				}
+				for i, t := range [][]reg.VecVirtual{tl, th} {
+					sc := ZMM()
+					VPMOVSXBD(Mem{Base: g.w, Disp: 32 + 16*[]int{gl, gh}[i]}, sc)
+					g.scale(sc, t)
+				}
+			}
+		}
+	}
+	g.finish(0, -1, nil)
+}
+
+// q23 is the Q2_K (Q3_K with high) super-block: in half h, bits 2j, 2j+1
+// of qs quad (h, k) are group 8h+2j+k/4 (Q3_K: with bit 4h+j of hm quad k
+// as bit 2, and t starting at −4·bsum).
+func (g *kfast) q23(high bool) {
+	qs, init := 320, -1
+	if high {
+		qs, init = 800, kfRecN4
+	}
+	g.isum = make([]reg.VecVirtual, g.na)
+	for h := range 2 {
+		for j := range 4 {
+			for kk := range 2 {
+				grp := 8*h + 2*j + kk
+				off := init
+				if high {
+					off += 4 * grp
+				}
+				t := g.sums(off)
+				for k := 4 * kk; k < 4*kk+4; k++ {
+					p := shifted(g.quad(qs+64*(8*h+k)), -2*j)
+					var q reg.VecVirtual
+					if high {
+						b := 4*h + j
+						q = g.merge3(p, shifted(g.quad(288+64*k), 2-b))
+					} else {
+						q = p
+						VPANDD_BCST(constU32("kf03", 0x03030303), p, q)
+					}
+					g.dots(q, 128*h+32*j+4*k, t)
+				}
+				g.scale(g.scales23(grp, high), t)
+			}
+		}
+	}
+	if high {
+		g.finish(0, -1, nil)
+		return
+	}
+	msum := g.sums(-1)
+	for i := range 8 {
+		mn := ZMM()
+		VPMOVZXBW(Mem{Base: g.w, Disp: 64 + 32*i}, mn)
+		VPSRLW(U8(4), mn, mn)
+		for a := range g.na {
+			vnniBcst("VPDPWSSD", g.act.at(a, kfRecBS+4*i), mn, msum[a])
+		}
+	}
+	g.finish(0, 32, msum)
+}
+
+// merge3 returns (lo & 3) | (hi & 4): a Q3_K quant's low bits with its
+// high bit, both already shifted into place.
+func (g *kfast) merge3(lo, hi reg.VecVirtual) reg.VecVirtual {
+	VPANDD_BCST(constU32("kf04", 0x04040404), hi, hi)
+	VPANDD_BCST(constU32("kf03", 0x03030303), lo, lo)
+	VPORD(lo, hi, hi)
+	return hi
+}
+
+// scales23 returns group grp's scales, one dword per row: Q3_K's decoded
+// signed bytes, or the low nibbles of Q2_K's scale-pair bytes.
+func (g *kfast) scales23(grp int, q3 bool) reg.VecVirtual {
+	sc := ZMM()
+	if q3 {
+		VPMOVSXBD(Mem{Base: g.w, Disp: 32 + 16*grp}, sc)
+		return sc
+	}
+	VPMOVZXBW(Mem{Base: g.w, Disp: 64 + 32*(grp/2)}, sc)
+	if grp%2 == 1 {
+		VPSRLD(U8(16), sc, sc)
+	}
+	VPANDD_BCST(constU32("kfLow4", 0x0000000F), sc, sc)
+	return sc
+}
+
+// finish adds the super-block to the accumulators: fma(float(isum),
+// d·da, acc), then, when dmin ≥ 0, fma(float(msum), −(dmin·da), acc), the
+// f16 vectors d and dmin at those byte offsets of the group-block.
+func (g *kfast) finish(d, dmin int, msum []reg.VecVirtual) {
+	dw := ZMM()
+	VCVTPH2PS(Mem{Base: g.w, Disp: d}, dw)
+	var dm reg.VecVirtual
+	if dmin >= 0 {
+		dm = ZMM()
+		VCVTPH2PS(Mem{Base: g.w, Disp: dmin}, dm)
+	}
+	for a := range g.na {
+		x := ZMM()
+		VMULPS_BCST(g.act.at(a, kfRecD), dw, x) // f16(d)·da
+		VCVTDQ2PS(g.isum[a], g.isum[a])
+		VFMADD231PS(g.isum[a], x, g.acc[a])
+		if dmin >= 0 {
+			m := ZMM()
+			VMULPS_BCST(g.act.at(a, kfRecD), dm, m)
+			VCVTDQ2PS(msum[a], msum[a])
+			VFNMADD231PS(msum[a], m, g.acc[a])
+		}
+	}
+}

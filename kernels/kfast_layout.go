@@ -1,0 +1,178 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Interleaved layouts of the K-quants for the fast kernels (_asm/kfast.go).
+//
+// Rows are interleaved in groups of kfRows = 16, one SIMD lane per row: a
+// group-block holds super-block b of the group's 16 rows. Quants come in
+// "quads": a 64-byte vector holding, for each row r, 4 consecutive bytes of
+// its quants at bytes 4r..4r+3, so that one VPDPBUSD against 4 broadcast
+// activation quants adds 4 products to each row's lane. The quads keep the
+// file's bit packing (nibbles, 2-bit fields, high-bit planes); only bytes
+// move. Scales and minimums are unpacked to one byte per (group, row), the
+// format's own 6-bit or 4-bit values, scale-major, so that one
+// zero- or sign-extension gives a vector of one group's scales per row;
+// minimums are in pairs (groups 2i, 2i+1 of a row side by side) for
+// VPDPWSSD against broadcast activation-sum pairs. Per type, at byte offset:
+//
+//	Q4_K (2368 = 16·148 bytes)
+//	0    d    [16]f16
+//	32   dmin [16]f16
+//	64   sc   [8][16]u8        sub-block j, row r
+//	192  mn   [4][16][2]u8     pair i, row r: minimums 2i, 2i+1
+//	320  qs   [4][8]quad       chunk c, quad k: qs[32c+4k..+3]; low nibbles
+//	                           are elements 64c+4k+i, high 64c+32+4k+i
+//	Q5_K (2880 = 16·180 bytes): Q4_K's header, then
+//	320  qh   [8]quad          qh[4k..+3]: bit 2c (2c+1) is the fifth bit of
+//	                           the low (high) nibble of chunk c, quad k
+//	832  qs   [4][8]quad       as Q4_K
+//	Q6_K (3360 = 16·210 bytes)
+//	0    d    [16]f16
+//	32   sc   [16][16]i8       group g, row r
+//	288  ql   [2][2][8]quad    half h, j, quad k: ql[64h+32j+4k..+3]; low
+//	                           nibbles elements 128h+32j+4k+i, high +64
+//	2336 qh   [2][8]quad       half h, quad k: qh[32h+4k..+3]; bits 2j, 2j+1
+//	                           are the top bits of element 128h+32j+4k+i
+//	Q2_K (1344 = 16·84 bytes)
+//	0    d    [16]f16
+//	32   dmin [16]f16
+//	64   sm   [8][16][2]u8     pair i, row r: scale bytes 2i, 2i+1 (scale in
+//	                           the low nibble, minimum in the high)
+//	320  qs   [2][8]quad       half h, quad k: qs[32h+4k..+3]; bits 2j, 2j+1
+//	                           are element 128h+32j+4k+i
+//	Q3_K (1824 = 16·114 bytes)
+//	0    d    [16]f16
+//	32   sc   [16][16]i8       group g, row r: the decoded scale (−32..31)
+//	288  hm   [8]quad          hmask[4k..+3]: bit 4h+j is the high bit of
+//	                           element 128h+32j+4k+i
+//	800  qs   [2][8]quad       as Q2_K
+const kfRows = 16
+
+// Group-block sizes of the K-quant layouts.
+const (
+	kfQ4KBlock = 2368
+	kfQ5KBlock = 2880
+	kfQ6KBlock = 3360
+	kfQ2KBlock = 1344
+	kfQ3KBlock = 1824
+)
+
+// putQuads writes quads [0, n) of the group's rows: quad k of row r is the
+// 4 bytes at src[r][off+4k:], written to dst[64k+4r:].
+func putQuads(dst []byte, src [][]byte, off, n int) {
+	for k := range n {
+		for r, blk := range src {
+			copy(dst[64*k+4*r:][:4], blk[off+4*k:][:4])
+		}
+	}
+}
+
+// putF16s writes the f16 at byte off of each row's block to dst[2r:].
+func putF16s(dst []byte, src [][]byte, off int) {
+	for r, blk := range src {
+		copy(dst[2*r:][:2], blk[off:][:2])
+	}
+}
+
+// putScales6 writes the 6-bit scales and minimums of Q4_K and Q5_K (bytes
+// 4..15 of each block) at dst (sc) and dst[128:] (mn pairs).
+func putScales6(dst []byte, src [][]byte) {
+	var sc, mn [8]int32
+	for r, blk := range src {
+		kScales6(blk[4:16], &sc, &mn)
+		for j := range 8 {
+			dst[16*j+r] = byte(sc[j])
+			dst[128+32*(j/2)+2*r+j%2] = byte(mn[j])
+		}
+	}
+}
+
+func interleaveQ4K(dst []byte, src [][]byte) {
+	putF16s(dst[0:], src, 0)
+	putF16s(dst[32:], src, 2)
+	putScales6(dst[64:], src)
+	putQuads(dst[320:], src, 16, 32)
+}
+
+func interleaveQ5K(dst []byte, src [][]byte) {
+	putF16s(dst[0:], src, 0)
+	putF16s(dst[32:], src, 2)
+	putScales6(dst[64:], src)
+	putQuads(dst[320:], src, 16, 8)
+	putQuads(dst[832:], src, 48, 32)
+}
+
+func interleaveQ6K(dst []byte, src [][]byte) {
+	putF16s(dst[0:], src, 208)
+	for r, blk := range src {
+		for g := range 16 {
+			dst[32+16*g+r] = blk[192+g]
+		}
+	}
+	putQuads(dst[288:], src, 0, 32)
+	putQuads(dst[2336:], src, 128, 16)
+}
+
+func interleaveQ2K(dst []byte, src [][]byte) {
+	putF16s(dst[0:], src, 80)
+	putF16s(dst[32:], src, 82)
+	for r, blk := range src {
+		for g := range 16 {
+			dst[64+32*(g/2)+2*r+g%2] = blk[g]
+		}
+	}
+	putQuads(dst[320:], src, 16, 16)
+}
+
+func interleaveQ3K(dst []byte, src [][]byte) {
+	putF16s(dst[0:], src, 108)
+	var q [256]int8
+	var sc [16]int32
+	for r, blk := range src {
+		decodeQ3K(blk, &q, &sc)
+		for g := range 16 {
+			dst[32+16*g+r] = byte(int8(sc[g]))
+		}
+	}
+	putQuads(dst[288:], src, 0, 8)
+	putQuads(dst[800:], src, 32, 16)
+}
+
+// Activation records of the fast K-quant kernels, kfRec bytes per
+// super-block, the same for all five types (so MatMulN converts once for a
+// layer's Q4_K and Q6_K weights):
+//
+//	0   qs   [256]int8
+//	256 n32  [16]int32   −32·bsum_g (Q6_K: a group's sum starts there)
+//	320 n4   [16]int32   −4·bsum_g  (Q3_K)
+//	384 bs   [16]int16   bsum_g, the sums of 16 quants (Q2_K's minimums)
+//	416 q8s  [8]int16    bsum_2j + bsum_2j+1, the sums of 32 (Q4_K, Q5_K)
+//	432 d    float32
+//	436 (padding to 448)
+const kfRec = 448
+
+// writeRecordsKFast writes the records of one Q8_K row.
+func writeRecordsKFast(rec []byte, row *actRow) {
+	le := binary.LittleEndian
+	for b := range len(row.d) {
+		r := rec[b*kfRec : (b+1)*kfRec]
+		for i, v := range row.qs[b*256 : (b+1)*256] {
+			r[i] = byte(v)
+		}
+		bs := row.bsums[b*16 : (b+1)*16]
+		for g, v := range bs {
+			le.PutUint32(r[256+4*g:], uint32(-32*int32(v)))
+			le.PutUint32(r[320+4*g:], uint32(-4*int32(v)))
+			le.PutUint16(r[384+2*g:], uint16(v))
+		}
+		for j := range 8 {
+			le.PutUint16(r[416+2*j:], uint16(bs[2*j]+bs[2*j+1]))
+		}
+		le.PutUint32(r[432:], math.Float32bits(row.d[b]))
+		clear(r[436:])
+	}
+}
