@@ -174,17 +174,25 @@ func (j *matmulJob) run(_, task int) {
 	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
 	r0 := task % nr * j.rowsPerTask
 	r1 := min(r0+j.rowsPerTask, j.w.Rows)
+	t0, t1 := 0, j.n
+	if j.actsPerTask > 0 {
+		t0 = task / nr * j.actsPerTask
+		t1 = min(t0+j.actsPerTask, j.n)
+	}
+	j.compute(r0, r1, t0, t1)
+}
+
+// compute computes output rows [r0, r1) of tokens [t0, t1), once the
+// activations are converted: each element is the same product whatever
+// the ranges (r0 a multiple of the row grouping of planMatmul when the
+// kernel reads grouped rows).
+func (j *matmulJob) compute(r0, r1, t0, t1 int) {
 	if j.gemm != nil {
-		t0, t1 := 0, j.n
-		if j.actsPerTask > 0 {
-			t0 = task / nr * j.actsPerTask
-			t1 = min(t0+j.actsPerTask, j.n)
-		}
 		j.runGEMM(r0, r1, t0, t1)
 		return
 	}
 	rows := j.w.Rows
-	for t := range j.n {
+	for t := t0; t < t1; t++ {
 		a := &j.act.rows[t]
 		out := j.dst[t*rows : (t+1)*rows]
 		for r := r0; r < r1; r++ {

@@ -30,7 +30,10 @@ func (p *Pool) MatMulN(outs []MatMulOut, x []float32, n int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ntasks := p.multi.prepare(p, outs, x, n)
+	ntasks := p.multi.plan(p, outs, x, n)
+	for _, i := range p.multi.owner {
+		p.convert(&p.multi.jobs[i])
+	}
 	p.run(&p.multi, ntasks)
 	p.multi.release()
 }
@@ -47,9 +50,10 @@ type multiJob struct {
 	owner []int       // (groups) first weight of each group
 }
 
-// prepare converts x for the weights of outs, builds the per-weight jobs
-// and returns the number of fused tasks.
-func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
+// plan builds the per-weight jobs for the weights of outs and returns the
+// number of fused tasks. x is converted afterwards: the first job of each
+// activation group (owner) converts it for the group.
+func (m *multiJob) plan(p *Pool, outs []MatMulOut, x []float32, n int) int {
 	k := p.impl
 	m.jobs = grow(m.jobs, len(outs))
 	m.subs = grow(m.subs, len(outs))
@@ -73,9 +77,6 @@ func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
 		m.jobs[i] = planMatmul(k, &m.acts[g], dot, o.Dst, o.W, x, n, p.threads)
 		m.subs[i] = m.jobs[i].tasks()
 		total += m.subs[i]
-	}
-	for _, i := range m.owner {
-		p.convert(&m.jobs[i])
 	}
 	m.chunk = max(1, total/(multiTasksPerThread*p.threads))
 	t := 0
