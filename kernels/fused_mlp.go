@@ -11,7 +11,9 @@ type MLP struct {
 	Gate, Up, Down Weight // Gate, Up (hidden, dim); Down (dim, hidden)
 }
 
-// MLPBuffers are the activations of one MLP call, n tokens.
+// MLPBuffers are the activations of one MLP call, n tokens. Dst may be
+// Normed: the normalised rows are last read before the down product
+// starts.
 type MLPBuffers struct {
 	Dst    []float32 // (n, Down.Rows) the block's output
 	X      []float32 // (n, Gate.Cols) its input (the residual stream)

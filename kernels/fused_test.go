@@ -152,6 +152,11 @@ func TestMLP(t *testing.T) {
 					p.Close()
 					sameBits(t, c.name+": normed", b.Normed, normed)
 					sameBits(t, c.name+": output", b.Dst, want)
+					b.Dst = b.Normed // the aliasing Forward uses
+					p = newPool(threads, k)
+					p.MLP(m, b, n)
+					p.Close()
+					sameBits(t, c.name+": output into the normed rows", b.Dst, want)
 				}
 			}
 		}

@@ -25,9 +25,13 @@ import (
 // residual add, RMSNorm·weight, gate and up matmuls, SwiGLU per row, down
 // matmul, residual add; then the output norm and the logits matmul. With
 // the kernels' bit-exact contract the logits equal llama.cpp's bit for bit
-// (TestSmolLM2). The Q/K/V and the gate/up matmuls, which share their
-// input, each run as one pool job (Pool.MatMulN): five pool jobs per layer,
-// whose results do not depend on how the work is grouped.
+// (TestSmolLM2). Each layer runs three pool jobs, whose results do not
+// depend on how the work is grouped: RMSNorm and the Q/K/V matmuls
+// (Pool.NormMatMulN); attention and the output matmul
+// (Pool.AttentionMatMul; in the last layer, which keeps only the logit
+// rows, Attention and MatMul); RMSNorm, gate/up, SwiGLU and down
+// (Pool.MLP). Biases, RoPE, the cache write and the residual adds run on
+// the caller between them.
 //
 // With tensor parallelism (Options.TensorParallel) every rank must call
 // Forward with the same batch, in the same order: each layer all-reduces
@@ -61,13 +65,14 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 		Tiles: b.AttnTiles,
 	}
 	for l := range m.layers {
-		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n)
+		last := l == len(m.layers)-1
+		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n, !last)
 		x, att, nr := s.x, s.att, n
-		if l == len(m.layers)-1 {
+		if last {
 			x, att, nr = m.gatherLogitRows(b.LogitIndices), s.ga, rows
 		}
 		if nr > 0 {
-			if err := m.residual(&m.layers[l], x, att, nr); err != nil {
+			if err := m.residual(&m.layers[l], x, att, nr, !last); err != nil {
 				s.attn = kernels.Attention{}
 				return err
 			}
@@ -82,15 +87,16 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 }
 
 // attention runs the attention half of a block up to the attention output
-// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention.
-func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
+// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention;
+// with project, also the output projection s.xb = Wo·att (in the same pool
+// job as the attention).
+func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int, project bool) {
 	c, s := &m.lc, &m.s
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
-	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
 	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: ly.wk}
 	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: ly.wv}
-	m.pool.MatMulN(s.mm[:3], s.xb, n)
+	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.attnNorm, c.RMSEps, n)
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
 		if ly.bq != nil {
@@ -107,7 +113,11 @@ func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int) 
 		m.rope.Apply(k, c.HeadDim, cos, sin)
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
-	m.pool.Attention(&s.attn, kv)
+	if project {
+		m.pool.AttentionMatMul(&s.attn, kv, s.xb, ly.wo)
+	} else {
+		m.pool.Attention(&s.attn, kv)
+	}
 }
 
 // gatherLogitRows copies the residual and attention rows listed in idx
@@ -122,26 +132,25 @@ func (m *Model) gatherLogitRows(idx []int32) []float32 {
 	return s.gx
 }
 
-// residual finishes a block on nr rows: x += Wo·att, then
-// x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)). With tensor parallelism
-// each product with Wo and Wdown is this rank's partial sum, completed by
-// an all-reduce before the add.
-func (m *Model) residual(ly *layer, x, att []float32, nr int) error {
+// residual finishes a block on nr rows: x += Wo·att (already in s.xb if
+// projected), then x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)) (one
+// pool job, Pool.MLP). With tensor parallelism each product with Wo and
+// Wdown is this rank's partial sum, completed by an all-reduce before the
+// add.
+func (m *Model) residual(ly *layer, x, att []float32, nr int, projected bool) error {
 	c, s := &m.lc, &m.s
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
-	m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	if !projected {
+		m.pool.MatMul(xb, ly.wo, att[:nr*c.Heads*c.HeadDim], nr)
+	}
 	if err := m.sh.reduce(xb); err != nil {
 		return err
 	}
 	kernels.Add(x[:d], xb)
-	kernels.RMSNorm(xb, x[:d], ly.ffnNorm, c.RMSEps)
-	gate, up := s.gate[:h], s.up[:h]
-	s.mm[0] = kernels.MatMulOut{Dst: gate, W: ly.gate}
-	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
-	m.pool.MatMulN(s.mm[:2], xb, nr)
-	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
-	m.pool.MatMul(xb, ly.down, gate, nr)
+	s.mlp = kernels.MLP{Norm: ly.ffnNorm, Eps: c.RMSEps, Gate: ly.gate, Up: ly.up, Down: ly.down}
+	s.mlpb = kernels.MLPBuffers{Dst: xb, X: x[:d], Normed: xb, Gate: s.gate[:h], Up: s.up[:h]}
+	m.pool.MLP(&s.mlp, &s.mlpb, nr)
 	if err := m.sh.reduce(xb); err != nil {
 		return err
 	}
