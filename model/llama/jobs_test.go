@@ -1,0 +1,33 @@
+package llama
+
+import (
+	"testing"
+
+	"pagoda/model"
+)
+
+// TestDecodeStepPoolJobs: a decode step synchronises the pool's workers
+// three times per layer (RMSNorm+Q/K/V, attention+output projection, the
+// feed-forward block), once more in the last layer (whose output
+// projection runs on the logit rows only) and once for the logits.
+func TestDecodeStepPoolJobs(t *testing.T) {
+	m := defaultTinyModel(t)
+	kv, err := m.NewKVCache(4, 4, model.KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &model.Batch{
+		Tokens: []int32{5}, Positions: []int32{0}, SlotMapping: []int32{0},
+		QueryStart: []int32{0, 1}, ContextLens: []int32{1}, BlockTables: [][]int32{{0}},
+		LogitIndices: []int32{0},
+	}
+	logits := make([]float32, m.Config().VocabSize)
+	before := m.pool.Jobs()
+	if err := m.Forward(b, kv, logits); err != nil {
+		t.Fatal(err)
+	}
+	layers := m.Config().Layers
+	if got, want := m.pool.Jobs()-before, uint64(3*layers+2); got != want {
+		t.Fatalf("a decode step of %d layers ran %d pool jobs, want %d", layers, got, want)
+	}
+}
