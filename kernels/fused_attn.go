@@ -26,7 +26,7 @@ func (p *Pool) AttentionMatMul(a *Attention, kv *KVLayer, dst []float32, wo Weig
 	f.phased.add(&p.at, p.planAttention(a, kv))
 	mm := &f.mm[0]
 	*mm = planMatmul(k, &f.acts[0], k.dotFor(wo), dst, wo, a.Out, n, p.threads)
-	p.addConvert(0, []*matmulJob{mm}, n, nil, nil, nil, 0)
+	p.addConvert(0, false, []*matmulJob{mm}, n, nil, nil, nil, 0)
 	f.phased.add(mm, mm.tasks())
 	p.runPhased(&f.phased)
 	p.at.a, p.at.kv = nil, nil

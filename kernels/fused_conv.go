@@ -12,6 +12,7 @@ type fusedJobs struct {
 	glu    gluJob
 	mm     [3]matmulJob // MLP: gate, up, down; AttentionMatMul: the output projection
 	acts   [3]actRows   // their converted activations
+	subs   []actRow     // (threads) each worker's row view for convertCols
 }
 
 // release drops the references to the caller's buffers and weights.
@@ -73,8 +74,11 @@ func (f *finishJob) run(_, _ int) {
 // (n tokens): split as Pool.convert splits them, then, if they were split
 // and a kernel needs the completed records, one task completing them. With
 // norm set, the tasks first normalise x into normed. It uses conversion
-// slot i of p.fused.
-func (p *Pool) addConvert(i int, owners []*matmulJob, n int, x, normed, norm []float32, eps float32) {
+// slot i of p.fused. A prologue (first) that is a single task runs on the
+// caller at once, as MatMul converts: the helpers join the job once there
+// is work for all (a phase of one task would have them wait for it, and
+// for a caller descheduled meanwhile).
+func (p *Pool) addConvert(i int, first bool, owners []*matmulJob, n int, x, normed, norm []float32, eps float32) {
 	f := &p.fused
 	c := &f.conv[i]
 	*c = convJob{k: p.impl, owners: append(c.owners[:0], owners...), x: x, normed: normed, norm: norm, eps: eps,
@@ -84,16 +88,26 @@ func (p *Pool) addConvert(i int, owners []*matmulJob, n int, x, normed, norm []f
 	}
 	tasks := (n + c.rows - 1) / c.rows
 	c.finish = tasks == 1
+	if first && tasks == 1 {
+		c.run(0, 0)
+		return
+	}
 	f.phased.add(c, tasks)
 	if tasks > 1 {
 		for _, j := range owners {
 			if j.gemm != nil && j.gemm.sAhead {
-				f.fin[i] = finishJob{owners: c.owners}
-				f.phased.add(&f.fin[i], 1)
+				p.addFinish(i, c.owners)
 				break
 			}
 		}
 	}
+}
+
+// addFinish adds a phase of one task completing the records of owners
+// (finish slot i).
+func (p *Pool) addFinish(i int, owners []*matmulJob) {
+	p.fused.fin[i] = finishJob{owners: owners}
+	p.fused.phased.add(&p.fused.fin[i], 1)
 }
 
 // checkNorm panics unless x and normed are n rows of len(norm) columns.
@@ -131,7 +145,7 @@ func (p *Pool) NormMatMulN(outs []MatMulOut, normed, x, norm []float32, eps floa
 			o = append(o, &p.multi.jobs[i])
 		}
 	}
-	p.addConvert(0, o, n, x, normed, norm, eps)
+	p.addConvert(0, true, o, n, x, normed, norm, eps)
 	p.fused.phased.add(&p.multi, ntasks)
 	p.runPhased(&p.fused.phased)
 	p.multi.release()

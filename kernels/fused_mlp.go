@@ -54,10 +54,18 @@ func (p *Pool) MLP(m *MLP, b *MLPBuffers, n int) {
 	if upAct == &f.acts[0] {
 		nown = 1
 	}
-	p.addConvert(0, owners[:nown], n, b.X, b.Normed, m.Norm, m.Eps)
-	f.glu = newGLUJob(k, gate, up, n)
+	p.addConvert(0, true, owners[:nown], n, b.X, b.Normed, m.Norm, m.Eps)
+	f.glu = newGLUJob(k, gate, up, down, n)
+	f.subs = grow(f.subs, p.threads)
+	f.glu.subs = f.subs
 	f.phased.add(&f.glu, f.glu.tasks())
-	p.addConvert(1, []*matmulJob{down}, n, nil, nil, nil, 0)
+	switch {
+	case !f.glu.epilogue:
+		p.addConvert(1, false, []*matmulJob{down}, n, nil, nil, nil, 0)
+	case f.glu.acts > 0 && down.gemm != nil && down.gemm.sAhead:
+		f.conv[1].owners = append(f.conv[1].owners[:0], down)
+		p.addFinish(1, f.conv[1].owners)
+	}
 	f.phased.add(down, down.tasks())
 	p.runPhased(&f.phased)
 	f.release()
@@ -81,24 +89,31 @@ const gluAlign = 64
 
 // gluJob computes the gate and up products and SwiGLU: task = (block of
 // rows hidden units, block of acts tokens), hidden blocks varying fastest;
-// gate ends as silu(gate)·up.
+// gate ends as silu(gate)·up. With epilogue, each task also converts its
+// SwiGLU values for the down product (and, when it has every token, the
+// records' look-ahead).
 type gluJob struct {
-	k        *impl
-	gate, up *matmulJob
-	n        int
-	rows     int // hidden units per task, a multiple of gluAlign
-	acts     int // tokens per task, 0 for all n
+	k              *impl
+	gate, up, down *matmulJob
+	n              int
+	rows           int // hidden units per task, a multiple of gluAlign
+	acts           int // tokens per task, 0 for all n
+	epilogue       bool
+	subs           []actRow // (workers) scratch row views
 }
 
 // newGLUJob lays out the tasks of gate and up (planned by planMatmul):
-// gate's row blocks rounded up to gluAlign, its token blocks.
-func newGLUJob(k *impl, gate, up *matmulJob, n int) gluJob {
-	rows := (gate.rowsPerTask + gluAlign - 1) / gluAlign * gluAlign
+// gate's row blocks rounded up to gluAlign and to down's activation
+// blocks, its token blocks.
+func newGLUJob(k *impl, gate, up, down *matmulJob, n int) gluJob {
+	align := max(gluAlign, down.act.kind.block()) // both powers of two
+	rows := (gate.rowsPerTask + align - 1) / align * align
 	acts := gate.actsPerTask
-	if acts == 0 || acts >= n {
+	if acts >= n {
 		acts = 0
 	}
-	return gluJob{k: k, gate: gate, up: up, n: n, rows: rows, acts: acts}
+	return gluJob{k: k, gate: gate, up: up, down: down, n: n, rows: rows, acts: acts,
+		epilogue: down.colsEpilogue(align)}
 }
 
 func (g *gluJob) tasks() int {
@@ -109,7 +124,7 @@ func (g *gluJob) tasks() int {
 	return nr * ((g.n + g.acts - 1) / g.acts)
 }
 
-func (g *gluJob) run(_, task int) {
+func (g *gluJob) run(worker, task int) {
 	hidden := g.gate.w.Rows
 	nr := (hidden + g.rows - 1) / g.rows
 	r0 := task % nr * g.rows
@@ -124,5 +139,11 @@ func (g *gluJob) run(_, task int) {
 	for t := t0; t < t1; t++ {
 		row := g.gate.dst[t*hidden:]
 		g.k.swiGLU(row[r0:r1], row[r0:r1], g.up.dst[t*hidden+r0:t*hidden+r1])
+	}
+	if g.epilogue {
+		g.down.convertCols(&g.subs[worker], t0, t1, r0, r1)
+		if g.acts == 0 {
+			g.down.sAheadCols(r0, r1)
+		}
 	}
 }

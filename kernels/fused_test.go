@@ -163,8 +163,9 @@ func TestMLP(t *testing.T) {
 	})
 }
 
-// TestGLUJobTokenBlocks: the gate/up/SwiGLU tasks give the same rows when
-// they also split the tokens (as long prefills on the tiled kernels do).
+// TestGLUJobTokenBlocks: the gate/up/SwiGLU tasks give the same rows, and
+// their epilogue the same converted input of the down product, when they
+// also split the tokens (as long prefills on the tiled kernels do).
 func TestGLUJobTokenBlocks(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
 		r := newRand(44)
@@ -175,27 +176,28 @@ func TestGLUJobTokenBlocks(t *testing.T) {
 			normed := make([]float32, n*c.dim)
 			rmsNormRows(k, normed, x, m.Norm, m.Eps)
 			b := newMLPBuffers(m, x, n)
-			var acts [2]actRows
+			var acts [3]actRows
 			gate := planMatmul(k, &acts[0], k.dotFor(m.Gate), b.Gate, m.Gate, normed, n, 2)
 			up := planMatmul(k, &acts[1], k.dotFor(m.Up), b.Up, m.Up, normed, n, 2)
+			down := planMatmul(k, &acts[2], k.dotFor(m.Down), b.Dst, m.Down, b.Gate, n, 2)
 			gate.convert(0, n)
 			gate.converted()
 			up.convert(0, n)
 			up.converted()
-			g := newGLUJob(k, &gate, &up, n)
-			g.acts = 5
+			g := newGLUJob(k, &gate, &up, &down, n)
+			g.acts, g.subs = 5, make([]actRow, 1)
 			for task := range g.tasks() {
 				g.run(0, task)
 			}
-			ref := newPool(1, k)
-			wantGate, wantUp := make([]float32, n*c.hidden), make([]float32, n*c.hidden)
-			ref.MatMulN([]MatMulOut{{wantGate, m.Gate}, {wantUp, m.Up}}, normed, n)
-			ref.Close()
-			for i := range n {
-				row := wantGate[i*c.hidden : (i+1)*c.hidden]
-				k.swiGLU(row, row, wantUp[i*c.hidden:(i+1)*c.hidden])
+			if !g.epilogue {
+				down.convert(0, n)
 			}
-			sameBits(t, c.name+": SwiGLU rows", b.Gate, wantGate)
+			down.converted()
+			for task := range down.tasks() {
+				down.run(0, task)
+			}
+			_, want := mlpReference(k, m, x, n)
+			sameBits(t, c.name+": down product", b.Dst, want)
 		}
 	})
 }

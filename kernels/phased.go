@@ -1,7 +1,7 @@
 package kernels
 
 import (
-	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -30,6 +30,15 @@ type phasedJob struct {
 	start [maxPhases + 1]int // first task of each phase; start[n] = total
 	done  [maxPhases]paddedCount
 	n     int // phases added
+
+	// Parking (the pool's protocol, see helper): a waiter counts itself in
+	// sleepers under mu and re-reads its phase's count before it waits;
+	// the worker that finishes a phase broadcasts under mu if sleepers is
+	// not zero. No wake-up is lost, and a phase end costs one atomic load
+	// when nobody sleeps.
+	mu       sync.Mutex
+	cond     *sync.Cond
+	sleepers atomic.Int32
 }
 
 // paddedCount is a task counter on its own cache line.
@@ -70,20 +79,39 @@ func (pj *phasedJob) run(worker, task int) {
 		pj.await(i - 1)
 	}
 	pj.jobs[i].run(worker, task-pj.start[i])
-	pj.done[i].Add(1)
+	if pj.done[i].Add(1) == int64(pj.start[i+1]-pj.start[i]) && pj.sleepers.Load() != 0 {
+		pj.mu.Lock()
+		pj.cond.Broadcast()
+		pj.mu.Unlock()
+	}
 }
 
-// await spins until every task of phase i has finished, yielding the thread
-// once it has waited for spinTime (the worker of a late task was
-// descheduled: let it run).
+// await waits until every task of phase i has finished: it spins for
+// spinTime, then parks (the worker of a late task was descheduled: spinning
+// on would take the CPU it needs when the machine is oversubscribed).
 func (pj *phasedJob) await(i int) {
 	want := int64(pj.start[i+1] - pj.start[i])
 	var s spinner
 	for pj.done[i].Load() != want {
 		if s.expired() {
-			runtime.Gosched()
+			pj.park(i, want)
+			return
 		}
 	}
+}
+
+// park waits on the condition until phase i has finished.
+func (pj *phasedJob) park(i int, want int64) {
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	if pj.cond == nil {
+		pj.cond = sync.NewCond(&pj.mu)
+	}
+	pj.sleepers.Add(1)
+	for pj.done[i].Load() != want {
+		pj.cond.Wait()
+	}
+	pj.sleepers.Add(-1)
 }
 
 // runPhased runs pj on the workers. p.mu must be held.
