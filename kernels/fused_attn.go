@@ -3,9 +3,10 @@ package kernels
 import "fmt"
 
 // AttentionMatMul computes the attention a on kv (as Attention) and then
-// dst = a.Out · woᵀ (as MatMul, n = the call's tokens) in one pool job of
-// three phases: the (query tile, head) tasks of the attention; the
-// conversion of the attention rows for wo; the output projection. Results
+// dst = a.Out · woᵀ (as MatMul, n = the call's tokens) in one pool job: the
+// (query tile, head) tasks of the attention, each converting its head's
+// output for wo when wo's activation blocks divide the head dimension
+// (else a conversion phase follows), then the output projection. Results
 // are bit-identical to Attention followed by MatMul.
 //
 // It panics on inconsistent shapes (as Attention and MatMul do).
@@ -23,12 +24,39 @@ func (p *Pool) AttentionMatMul(a *Attention, kv *KVLayer, dst []float32, wo Weig
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f, k := &p.fused, p.impl
-	f.phased.add(&p.at, p.planAttention(a, kv))
 	mm := &f.mm[0]
 	*mm = planMatmul(k, &f.acts[0], k.dotFor(wo), dst, wo, a.Out, n, p.threads)
-	p.addConvert(0, false, []*matmulJob{mm}, n, nil, nil, nil, 0)
+	f.subs = grow(f.subs, p.threads)
+	f.attn = attnProjJob{at: &p.at, wo: mm, subs: f.subs, epilogue: mm.colsEpilogue(kv.HeadDim)}
+	f.phased.add(&f.attn, p.planAttention(a, kv))
+	switch {
+	case !f.attn.epilogue:
+		p.addConvert(0, false, []*matmulJob{mm}, n, nil, nil, nil, 0)
+	case mm.gemm != nil && mm.gemm.sAhead:
+		f.conv[0].owners = append(f.conv[0].owners[:0], mm)
+		p.addFinish(0, f.conv[0].owners)
+	}
 	f.phased.add(mm, mm.tasks())
 	p.runPhased(&f.phased)
 	p.at.a, p.at.kv = nil, nil
 	f.release()
+}
+
+// attnProjJob is the attention's tasks, each followed, with epilogue, by
+// the conversion of its (tokens, head) outputs for the output projection.
+type attnProjJob struct {
+	at       *attentionJob
+	wo       *matmulJob
+	subs     []actRow // (workers) scratch row views
+	epilogue bool
+}
+
+func (j *attnProjJob) run(worker, task int) {
+	j.at.run(worker, task)
+	t, h := task/j.at.a.Heads, task%j.at.a.Heads
+	if !j.epilogue || t >= len(j.at.tiles) {
+		return
+	}
+	tl, hd := j.at.tiles[t], j.at.kv.HeadDim
+	j.wo.convertCols(&j.subs[worker], int(tl.first), int(tl.end), h*hd, (h+1)*hd)
 }

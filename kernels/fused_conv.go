@@ -10,6 +10,7 @@ type fusedJobs struct {
 	conv   [2]convJob
 	fin    [2]finishJob
 	glu    gluJob
+	attn   attnProjJob
 	mm     [3]matmulJob // MLP: gate, up, down; AttentionMatMul: the output projection
 	acts   [3]actRows   // their converted activations
 	subs   []actRow     // (threads) each worker's row view for convertCols
@@ -21,7 +22,7 @@ func (f *fusedJobs) release() {
 		f.conv[i] = convJob{owners: f.conv[i].owners[:0]}
 		f.fin[i] = finishJob{}
 	}
-	f.glu = gluJob{}
+	f.glu, f.attn = gluJob{}, attnProjJob{}
 	clear(f.mm[:])
 }
 

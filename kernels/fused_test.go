@@ -202,17 +202,32 @@ func TestGLUJobTokenBlocks(t *testing.T) {
 	})
 }
 
+// attnProjCases are TestAttentionMatMul's batches: one decode, and decodes
+// with a prefill; head dimensions that 32-element blocks divide (the
+// attention tasks convert their heads) and do not (a conversion phase).
+var attnProjCases = []struct {
+	mode        AttnMode
+	hd          int
+	ctx, newTok []int
+}{
+	{AttnMatMul, 32, []int{5}, []int{1}},
+	{AttnMatMul, 32, []int{5, 9, 30}, []int{1, 3, 20}},
+	{AttnFlash, 32, []int{5, 9, 30}, []int{1, 3, 20}},
+	{AttnMatMul, 16, []int{5, 9, 30}, []int{1, 3, 20}},
+	{AttnFlash, 16, []int{7}, []int{1}},
+}
+
 // TestAttentionMatMul: AttentionMatMul equals Attention then MatMul bit
 // for bit, both attention modes, mixed decode and prefill batches.
 func TestAttentionMatMul(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
 		r := newRand(45)
 		for _, typ := range []gguf.Type{gguf.Q4_1, gguf.Q8_0, gguf.F16} {
-			for _, mode := range []AttnMode{AttnMatMul, AttnFlash} {
-				c := newAttnCaseHeads(r, KVF16, 4, 4, 2, 16, []int{5, 9, 30}, []int{1, 3, 20})
-				c.att.Mode = mode
+			for _, tc := range attnProjCases {
+				c := newAttnCaseHeads(r, KVF16, 4, 4, 2, tc.hd, tc.ctx, tc.newTok)
+				c.att.Mode = tc.mode
 				n := len(c.att.Positions)
-				wo, _ := quantWeight(t, r, typ, 40, 64)
+				wo, _ := quantWeight(t, r, typ, 40, 4*tc.hd)
 				ref := newPool(1, k)
 				ref.Attention(&c.att, c.kv)
 				wantAtt := append([]float32(nil), c.att.Out...)
