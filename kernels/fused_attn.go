@@ -29,10 +29,11 @@ func (p *Pool) AttentionMatMul(a *Attention, kv *KVLayer, dst []float32, wo Weig
 	f.subs = grow(f.subs, p.threads)
 	f.attn = attnProjJob{at: &p.at, wo: mm, subs: f.subs, epilogue: mm.colsEpilogue(kv.HeadDim)}
 	f.phased.add(&f.attn, p.planAttention(a, kv))
+	f.attn.ahead = len(p.at.tiles) == 1 // its tasks hold every token of their heads
 	switch {
 	case !f.attn.epilogue:
 		p.addConvert(0, false, []*matmulJob{mm}, n, nil, nil, nil, 0)
-	case mm.gemm != nil && mm.gemm.sAhead:
+	case !f.attn.ahead && mm.gemm != nil && mm.gemm.sAhead:
 		f.conv[0].owners = append(f.conv[0].owners[:0], mm)
 		p.addFinish(0, f.conv[0].owners)
 	}
@@ -49,6 +50,7 @@ type attnProjJob struct {
 	wo       *matmulJob
 	subs     []actRow // (workers) scratch row views
 	epilogue bool
+	ahead    bool // the epilogue also writes the records' look-ahead (one tile)
 }
 
 func (j *attnProjJob) run(worker, task int) {
@@ -59,4 +61,7 @@ func (j *attnProjJob) run(worker, task int) {
 	}
 	tl, hd := j.at.tiles[t], j.at.kv.HeadDim
 	j.wo.convertCols(&j.subs[worker], int(tl.first), int(tl.end), h*hd, (h+1)*hd)
+	if j.ahead {
+		j.wo.sAheadCols(h*hd, (h+1)*hd)
+	}
 }
