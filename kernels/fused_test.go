@@ -202,7 +202,8 @@ func TestGLUJobTokenBlocks(t *testing.T) {
 	})
 }
 
-// attnProjCases are TestAttentionMatMul's batches: one decode, and decodes
+// attnProjCases are TestAttentionMatMul's batches: one decode, one short
+// prefill (one tile), and decodes
 // with a prefill; head dimensions that 32-element blocks divide (the
 // attention tasks convert their heads) and do not (a conversion phase).
 var attnProjCases = []struct {
@@ -211,6 +212,7 @@ var attnProjCases = []struct {
 	ctx, newTok []int
 }{
 	{AttnMatMul, 32, []int{5}, []int{1}},
+	{AttnMatMul, 32, []int{9}, []int{6}},
 	{AttnMatMul, 32, []int{5, 9, 30}, []int{1, 3, 20}},
 	{AttnFlash, 32, []int{5, 9, 30}, []int{1, 3, 20}},
 	{AttnMatMul, 16, []int{5, 9, 30}, []int{1, 3, 20}},
