@@ -30,12 +30,8 @@ func (p *Pool) AttentionMatMul(a *Attention, kv *KVLayer, dst []float32, wo Weig
 	f.attn = attnProjJob{at: &p.at, wo: mm, subs: f.subs, epilogue: mm.colsEpilogue(kv.HeadDim)}
 	f.phased.add(&f.attn, p.planAttention(a, kv))
 	f.attn.ahead = len(p.at.tiles) == 1 // its tasks hold every token of their heads
-	switch {
-	case !f.attn.epilogue:
+	if !f.attn.epilogue {
 		p.addConvert(0, false, []*matmulJob{mm}, n, nil, nil, nil, 0)
-	case !f.attn.ahead && mm.gemm != nil && mm.gemm.sAhead:
-		f.conv[0].owners = append(f.conv[0].owners[:0], mm)
-		p.addFinish(0, f.conv[0].owners)
 	}
 	f.phased.add(mm, mm.tasks())
 	p.runPhased(&f.phased)
@@ -51,6 +47,14 @@ type attnProjJob struct {
 	subs     []actRow // (workers) scratch row views
 	epilogue bool
 	ahead    bool // the epilogue also writes the records' look-ahead (one tile)
+}
+
+// finishPhase completes the records of the projection's input when the
+// tasks, each holding one tile of tokens, could not.
+func (j *attnProjJob) finishPhase() {
+	if j.epilogue && !j.ahead {
+		j.wo.converted()
+	}
 }
 
 func (j *attnProjJob) run(worker, task int) {

@@ -8,7 +8,6 @@ import "fmt"
 type fusedJobs struct {
 	phased phasedJob
 	conv   [2]convJob
-	fin    [2]finishJob
 	glu    gluJob
 	attn   attnProjJob
 	mm     [3]matmulJob // MLP: gate, up, down; AttentionMatMul: the output projection
@@ -20,7 +19,6 @@ type fusedJobs struct {
 func (f *fusedJobs) release() {
 	for i := range f.conv {
 		f.conv[i] = convJob{owners: f.conv[i].owners[:0]}
-		f.fin[i] = finishJob{}
 	}
 	f.glu, f.attn = gluJob{}, attnProjJob{}
 	clear(f.mm[:])
@@ -30,7 +28,8 @@ func (f *fusedJobs) release() {
 // owners (jobs from planMatmul, each the first of the jobs reading one
 // activation format), rows tokens per task, after normalising them when
 // norm is set (x → normed, which the owners read). It is the conversion
-// MatMul runs before its job, row for row the same arithmetic.
+// MatMul runs before its job, row for row the same arithmetic; the worker
+// that runs its last task completes the records (finishPhase).
 type convJob struct {
 	k      *impl
 	owners []*matmulJob
@@ -39,8 +38,7 @@ type convJob struct {
 	norm   []float32 // RMSNorm weight, or nil: the owners' input is converted as is
 	eps    float32
 	n      int
-	rows   int  // tokens per task
-	finish bool // one task: it also completes the records (converted)
+	rows   int // tokens per task
 }
 
 func (c *convJob) run(_, task int) {
@@ -54,31 +52,21 @@ func (c *convJob) run(_, task int) {
 	for _, j := range c.owners {
 		j.convert(t0, t1)
 	}
-	if c.finish {
-		for _, j := range c.owners {
-			j.converted()
-		}
-	}
 }
 
-// finishJob completes the records of its owners once all their rows are
-// converted (one task).
-type finishJob struct{ owners []*matmulJob }
-
-func (f *finishJob) run(_, _ int) {
-	for _, j := range f.owners {
+func (c *convJob) finishPhase() {
+	for _, j := range c.owners {
 		j.converted()
 	}
 }
 
-// addConvert adds to pj the phases converting the activations of owners
-// (n tokens): split as Pool.convert splits them, then, if they were split
-// and a kernel needs the completed records, one task completing them. With
-// norm set, the tasks first normalise x into normed. It uses conversion
-// slot i of p.fused. A prologue (first) that is a single task runs on the
-// caller at once, as MatMul converts: the helpers join the job once there
-// is work for all (a phase of one task would have them wait for it, and
-// for a caller descheduled meanwhile).
+// addConvert adds to p.fused.phased the phase converting the activations
+// of owners (n tokens), split as Pool.convert splits them. With norm set,
+// the tasks first normalise x into normed. It uses conversion slot i of
+// p.fused. A prologue (first) that is a single task runs on the caller at
+// once, as MatMul converts: the helpers join the job once there is work
+// for all (a phase of one task would have them wait for it, and for a
+// caller descheduled meanwhile).
 func (p *Pool) addConvert(i int, first bool, owners []*matmulJob, n int, x, normed, norm []float32, eps float32) {
 	f := &p.fused
 	c := &f.conv[i]
@@ -88,27 +76,12 @@ func (p *Pool) addConvert(i int, first bool, owners []*matmulJob, n int, x, norm
 		c.rows = (n + 4*p.threads - 1) / (4 * p.threads)
 	}
 	tasks := (n + c.rows - 1) / c.rows
-	c.finish = tasks == 1
 	if first && tasks == 1 {
 		c.run(0, 0)
+		c.finishPhase()
 		return
 	}
 	f.phased.add(c, tasks)
-	if tasks > 1 {
-		for _, j := range owners {
-			if j.gemm != nil && j.gemm.sAhead {
-				p.addFinish(i, c.owners)
-				break
-			}
-		}
-	}
-}
-
-// addFinish adds a phase of one task completing the records of owners
-// (finish slot i).
-func (p *Pool) addFinish(i int, owners []*matmulJob) {
-	p.fused.fin[i] = finishJob{owners: owners}
-	p.fused.phased.add(&p.fused.fin[i], 1)
 }
 
 // checkNorm panics unless x and normed are n rows of len(norm) columns.

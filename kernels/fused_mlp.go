@@ -59,12 +59,8 @@ func (p *Pool) MLP(m *MLP, b *MLPBuffers, n int) {
 	f.subs = grow(f.subs, p.threads)
 	f.glu.subs = f.subs
 	f.phased.add(&f.glu, f.glu.tasks())
-	switch {
-	case !f.glu.epilogue:
+	if !f.glu.epilogue {
 		p.addConvert(1, false, []*matmulJob{down}, n, nil, nil, nil, 0)
-	case f.glu.acts > 0 && down.gemm != nil && down.gemm.sAhead:
-		f.conv[1].owners = append(f.conv[1].owners[:0], down)
-		p.addFinish(1, f.conv[1].owners)
 	}
 	f.phased.add(down, down.tasks())
 	p.runPhased(&f.phased)
@@ -91,7 +87,7 @@ const gluAlign = 64
 // rows hidden units, block of acts tokens), hidden blocks varying fastest;
 // gate ends as silu(gate)·up. With epilogue, each task also converts its
 // SwiGLU values for the down product (and, when it has every token, the
-// records' look-ahead).
+// records' look-ahead; else finishPhase completes them).
 type gluJob struct {
 	k              *impl
 	gate, up, down *matmulJob
@@ -114,6 +110,14 @@ func newGLUJob(k *impl, gate, up, down *matmulJob, n int) gluJob {
 	}
 	return gluJob{k: k, gate: gate, up: up, down: down, n: n, rows: rows, acts: acts,
 		epilogue: down.colsEpilogue(align)}
+}
+
+// finishPhase completes the records of the down product's input when the
+// tasks, holding a part of the tokens, could not.
+func (g *gluJob) finishPhase() {
+	if g.epilogue && g.acts > 0 {
+		g.down.converted()
+	}
 }
 
 func (g *gluJob) tasks() int {

@@ -27,9 +27,11 @@ const maxPhases = 6
 // the separate kernels compute.
 type phasedJob struct {
 	jobs  [maxPhases]job
-	start [maxPhases + 1]int // first task of each phase; start[n] = total
-	done  [maxPhases]paddedCount
-	n     int // phases added
+	fins  [maxPhases]phaseFinisher // the jobs that finish their phase, or nil
+	start [maxPhases + 1]int       // first task of each phase; start[n] = total
+	ran   [maxPhases]paddedCount   // tasks run
+	done  [maxPhases]paddedCount   // tasks run, once the phase's finish has run
+	n     int                      // phases added
 
 	// Parking (the pool's protocol, see helper): a waiter counts itself in
 	// sleepers under mu and re-reads its phase's count before it waits;
@@ -41,6 +43,12 @@ type phasedJob struct {
 	sleepers atomic.Int32
 }
 
+// phaseFinisher is a phase's job with work to do once all its tasks have
+// run (completing records that depend on every row, say): the worker that
+// runs the phase's last task runs finishPhase before the next phase may
+// start, so that it costs no synchronisation of its own.
+type phaseFinisher interface{ finishPhase() }
+
 // paddedCount is a task counter on its own cache line.
 type paddedCount struct {
 	atomic.Int64
@@ -50,6 +58,7 @@ type paddedCount struct {
 // reset empties the job.
 func (pj *phasedJob) reset() {
 	clear(pj.jobs[:])
+	clear(pj.fins[:])
 	pj.n, pj.start[0] = 0, 0
 }
 
@@ -62,6 +71,8 @@ func (pj *phasedJob) add(j job, tasks int) {
 		panic("kernels: too many phases in a fused job")
 	}
 	pj.jobs[pj.n] = j
+	pj.fins[pj.n], _ = j.(phaseFinisher)
+	pj.ran[pj.n].Store(0)
 	pj.done[pj.n].Store(0)
 	pj.start[pj.n+1] = pj.start[pj.n] + tasks
 	pj.n++
@@ -79,7 +90,15 @@ func (pj *phasedJob) run(worker, task int) {
 		pj.await(i - 1)
 	}
 	pj.jobs[i].run(worker, task-pj.start[i])
-	if pj.done[i].Add(1) == int64(pj.start[i+1]-pj.start[i]) && pj.sleepers.Load() != 0 {
+	want := int64(pj.start[i+1] - pj.start[i])
+	if pj.ran[i].Add(1) != want {
+		return
+	}
+	if pj.fins[i] != nil {
+		pj.fins[i].finishPhase()
+	}
+	pj.done[i].Store(want)
+	if pj.sleepers.Load() != 0 {
 		pj.mu.Lock()
 		pj.cond.Broadcast()
 		pj.mu.Unlock()
