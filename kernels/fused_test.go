@@ -9,8 +9,23 @@ import (
 )
 
 // fusedTokens are the batch sizes of the fused-call tests: decode, a few
-// sequences, and prefills past convParallelMin (split conversions).
-var fusedTokens = []int{1, 3, 17, 40}
+// sequences, and prefills past convParallelMin (split conversions); with
+// -short, one decode and one prefill.
+func fusedTokens() []int {
+	if testing.Short() {
+		return []int{1, 17}
+	}
+	return []int{1, 3, 17, 40}
+}
+
+// fusedThreads are the thread counts of the fused-call tests (-short: 3,
+// the race detector's case).
+func fusedThreads() []int {
+	if testing.Short() {
+		return []int{3}
+	}
+	return []int{1, 2, 3}
+}
 
 // sameBits fails unless got and want are bit-identical.
 func sameBits(t *testing.T, what string, got, want []float32) {
@@ -50,7 +65,7 @@ func TestNormMatMulN(t *testing.T) {
 			}
 			ws[0] = repack(k, ws[0])
 			norm := randVec(r, cols, 1)
-			for _, n := range fusedTokens {
+			for _, n := range fusedTokens() {
 				x := randVec(r, n*cols, 1)
 				ref := newPool(1, k)
 				normed := make([]float32, n*cols)
@@ -61,7 +76,7 @@ func TestNormMatMulN(t *testing.T) {
 					ref.MatMul(want[i], w, normed, n)
 				}
 				ref.Close()
-				for threads := 1; threads <= 3; threads++ {
+				for _, threads := range fusedThreads() {
 					p := newPool(threads, k)
 					outs := make([]MatMulOut, len(ws))
 					for i, w := range ws {
@@ -141,10 +156,10 @@ func TestMLP(t *testing.T) {
 		r := newRand(43)
 		for _, c := range mlpCases {
 			m := newMLP(t, r, k, c)
-			for _, n := range fusedTokens {
+			for _, n := range fusedTokens() {
 				x := randVec(r, n*c.dim, 1)
 				normed, want := mlpReference(k, m, x, n)
-				for threads := 1; threads <= 3; threads++ {
+				for _, threads := range fusedThreads() {
 					p := newPool(threads, k)
 					b := newMLPBuffers(m, x, n)
 					p.MLP(m, b, n)
@@ -236,7 +251,7 @@ func TestAttentionMatMul(t *testing.T) {
 				want := make([]float32, n*wo.Rows)
 				ref.MatMul(want, wo, wantAtt, n)
 				ref.Close()
-				for threads := 1; threads <= 3; threads++ {
+				for _, threads := range fusedThreads() {
 					p := newPool(threads, k)
 					c.att.Out = nanVec(len(wantAtt))
 					dst := nanVec(len(want))
