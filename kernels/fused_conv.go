@@ -110,11 +110,22 @@ func (p *Pool) NormMatMulN(outs []MatMulOut, normed, x, norm []float32, eps floa
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.matMulN(outs, x, normed, norm, eps, n)
+}
+
+// matMulN runs MatMulN(outs, x, n) (norm nil), or NormMatMulN: one phased
+// job converting the input (on the caller if it is one task) and then
+// computing the products. p.mu must be held; n > 0.
+func (p *Pool) matMulN(outs []MatMulOut, x, normed, norm []float32, eps float32, n int) {
+	in := x
+	if norm != nil {
+		in = normed
+	}
 	ntasks := 0
 	var owners [maxOwners]*matmulJob
 	o := owners[:0]
 	if len(outs) > 0 {
-		ntasks = p.multi.plan(p, outs, normed, n)
+		ntasks = p.multi.plan(p, outs, in, n)
 		for _, i := range p.multi.owner {
 			o = append(o, &p.multi.jobs[i])
 		}
@@ -126,6 +137,6 @@ func (p *Pool) NormMatMulN(outs []MatMulOut, normed, x, norm []float32, eps floa
 	p.fused.release()
 }
 
-// maxOwners bounds the activation formats of one NormMatMulN call on the
+// maxOwners bounds the activation formats of one matMulN call on the
 // stack; more spill to the heap.
 const maxOwners = 4

@@ -33,23 +33,10 @@ func matMulSerial(k *impl, dst []float32, w Weight, x []float32, n int) {
 	}
 }
 
-// convParallelMin is the number of activation rows from which Pool.convert
-// converts them on all workers (one more pool run).
+// convParallelMin is the number of activation rows from which Pool calls
+// convert them on all workers (a phase of their job, see addConvert),
+// about four tasks per thread.
 const convParallelMin = 16
-
-// convert converts the activations of j (from planMatmul): on every worker,
-// in about four tasks per thread, for prefills of convParallelMin rows or
-// more, else on the caller. The caller holds p.mu.
-func (p *Pool) convert(j *matmulJob) {
-	if p.threads == 1 || j.n < convParallelMin {
-		j.convert(0, j.n)
-	} else {
-		j.convRows = (j.n + 4*p.threads - 1) / (4 * p.threads)
-		p.run(j, (j.n+j.convRows-1)/j.convRows)
-		j.convRows = 0
-	}
-	j.converted()
-}
 
 // newMatmulJob converts x into act and returns the job computing dst (see
 // planMatmul).

@@ -14,7 +14,8 @@ const multiTasksPerThread = 8
 
 // MatMulN computes every product of outs on the same input x (n rows of
 // the weights' common column count) in one pool job: one publish and one
-// join instead of one per weight. Each weight's result is bit-identical to
+// join instead of one per weight (the conversion of long inputs runs as
+// the job's first phase). Each weight's result is bit-identical to
 // MatMul's: x is converted to each weight's activation format (weights
 // whose kernels read the same converted rows share one buffer), and each
 // output row is computed by the same per-weight task code as MatMul's, only
@@ -30,12 +31,7 @@ func (p *Pool) MatMulN(outs []MatMulOut, x []float32, n int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ntasks := p.multi.plan(p, outs, x, n)
-	for _, i := range p.multi.owner {
-		p.convert(&p.multi.jobs[i])
-	}
-	p.run(&p.multi, ntasks)
-	p.multi.release()
+	p.matMulN(outs, x, nil, nil, 0, n)
 }
 
 // multiJob is MatMulN's job. Weight i has subs[i] tasks of its own
