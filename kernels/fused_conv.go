@@ -61,7 +61,7 @@ func (c *convJob) finishPhase() {
 }
 
 // addConvert adds to p.fused.phased the phase converting the activations
-// of owners (n tokens), split as Pool.convert splits them. With norm set,
+// of owners (n tokens), in about four tasks per thread from convParallelMin rows. With norm set,
 // the tasks first normalise x into normed. It uses conversion slot i of
 // p.fused. A prologue (first) that is a single task runs on the caller at
 // once, as MatMul converts: the helpers join the job once there is work
