@@ -28,10 +28,10 @@ import (
 // (TestSmolLM2). Each layer runs three pool jobs, whose results do not
 // depend on how the work is grouped: RMSNorm and the Q/K/V matmuls
 // (Pool.NormMatMulN); attention and the output matmul
-// (Pool.AttentionMatMul; in the last layer, which keeps only the logit
-// rows, Attention and MatMul); RMSNorm, gate/up, SwiGLU and down
-// (Pool.MLP). Biases, RoPE, the cache write and the residual adds run on
-// the caller between them.
+// (Pool.AttentionMatMul; in the last layer, when it keeps only some rows
+// for the logits, Attention and MatMul on the gathered rows); RMSNorm,
+// gate/up, SwiGLU and down (Pool.MLP). Biases, RoPE, the cache write and
+// the residual adds run on the caller between them.
 //
 // With tensor parallelism (Options.TensorParallel) every rank must call
 // Forward with the same batch, in the same order: each layer all-reduces
@@ -64,23 +64,28 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
 		Tiles: b.AttnTiles,
 	}
+	every := everyRow(b.LogitIndices, n) // decodes: no rows to gather
 	for l := range m.layers {
-		last := l == len(m.layers)-1
-		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n, !last)
+		gather := l == len(m.layers)-1 && !every
+		m.attention(&m.layers[l], &s.kv[l], b.SlotMapping, n, !gather)
 		x, att, nr := s.x, s.att, n
-		if last {
+		if gather {
 			x, att, nr = m.gatherLogitRows(b.LogitIndices), s.ga, rows
 		}
 		if nr > 0 {
-			if err := m.residual(&m.layers[l], x, att, nr, !last); err != nil {
+			if err := m.residual(&m.layers[l], x, att, nr, !gather); err != nil {
 				s.attn = kernels.Attention{}
 				return err
 			}
 		}
 	}
 	if rows > 0 && m.sh.logits() {
-		kernels.RMSNorm(s.gx, s.gx, m.outNorm, c.RMSEps)
-		m.pool.MatMul(logits, m.output, s.gx, rows)
+		x := s.gx
+		if every {
+			x = s.x[:rows*c.Dim]
+		}
+		s.mm[0] = kernels.MatMulOut{Dst: logits, W: m.output}
+		m.pool.NormMatMulN(s.mm[:1], s.gx, x, m.outNorm, c.RMSEps, rows)
 	}
 	s.attn = kernels.Attention{}
 	return nil
@@ -118,6 +123,20 @@ func (m *Model) attention(ly *layer, kv *kernels.KVLayer, slots []int32, n int, 
 	} else {
 		m.pool.Attention(&s.attn, kv)
 	}
+}
+
+// everyRow reports whether idx lists every row of n in order (every
+// token wants logits: the last layer need not gather them).
+func everyRow(idx []int32, n int) bool {
+	if len(idx) != n {
+		return false
+	}
+	for j, i := range idx {
+		if int(i) != j {
+			return false
+		}
+	}
+	return true
 }
 
 // gatherLogitRows copies the residual and attention rows listed in idx
