@@ -61,9 +61,9 @@ func (c *convJob) finishPhase() {
 }
 
 // addConvert adds to p.fused.phased the phase converting the activations
-// of owners (n tokens), in about four tasks per thread from convParallelMin rows. With norm set,
-// the tasks first normalise x into normed. It uses conversion slot i of
-// p.fused. A prologue (first) that is a single task runs on the caller at
+// of owners (n tokens), in about four tasks per thread from
+// convParallelMin rows on. With norm set, the tasks first normalise x into
+// normed. It uses conversion slot i of p.fused. A prologue (first) that is a single task runs on the caller at
 // once, as MatMul converts: the helpers join the job once there is work
 // for all (a phase of one task would have them wait for it, and for a
 // caller descheduled meanwhile).

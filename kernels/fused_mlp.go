@@ -22,11 +22,13 @@ type MLPBuffers struct {
 	Up     []float32 // (n, Up.Rows) scratch: the up product
 }
 
-// MLP runs the feed-forward block m on n tokens as one pool job of four
-// phases: RMSNorm and the conversion of its rows for the gate and up
-// weights; the gate and up products by blocks of hidden units, each task
-// applying SwiGLU to the units it computed; the conversion of the SwiGLU
-// rows for Down; the down product. Results are bit-identical to RMSNorm,
+// MLP runs the feed-forward block m on n tokens as one pool job: RMSNorm
+// and the conversion of its rows for the gate and up weights (on the
+// caller for a few tokens, else a phase); the gate and up products by
+// blocks of hidden units, each task applying SwiGLU to the units it
+// computed and converting them for Down (a phase of its own for the
+// K-quants' records and unknown formats); the down product. Results are
+// bit-identical to RMSNorm,
 // MatMulN of Gate and Up, SwiGLU on rows of Gate.Rows, and MatMul of Down,
 // called one after another (the kernels' per-row contracts make every
 // element independent of the grouping; SwiGLU's 16-element vector blocks
