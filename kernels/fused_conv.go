@@ -94,9 +94,10 @@ func checkNorm(x, normed, norm []float32, n int) {
 
 // NormMatMulN computes normed = RMSNorm(x)·norm (rows of len(norm), as
 // RMSNorm) and then MatMulN(outs, normed, n), in one pool job: the
-// normalisation and the activation conversion run as its first tasks
-// instead of on the caller before the products. Results are bit-identical
-// to RMSNorm followed by MatMulN.
+// normalisation and the activation conversion are its first phase (on the
+// caller, before the helpers are called, when they are one task: fewer
+// than convParallelMin tokens). Results are bit-identical to RMSNorm
+// followed by MatMulN.
 //
 // It panics as MatMulN does on bad shapes, or if x or normed are not n
 // rows of len(norm).
