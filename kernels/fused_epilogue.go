@@ -12,6 +12,8 @@ package kernels
 // ranges that are multiples of align (or end at the row's end) can convert
 // them for j: a per-column or per-block format whose blocks divide align.
 // K-quant records and formats it does not know take a conversion phase.
+// It must accept only the formats whose writers convertCols calls as
+// matmulJob.convert does.
 func (j *matmulJob) colsEpilogue(align int) bool {
 	if align%j.act.kind.block() != 0 {
 		return false

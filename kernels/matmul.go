@@ -78,7 +78,10 @@ func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []
 }
 
 // convert converts activation rows [t0, t1) of x into the job's rows and
-// records. Disjoint ranges may run concurrently.
+// records. Disjoint ranges may run concurrently. convertCols and
+// colsEpilogue (fused_epilogue.go) convert blocks of columns with the same
+// writers: a new record format must be added there too (or left to
+// colsEpilogue's fallback, a conversion phase).
 func (j *matmulJob) convert(t0, t1 int) {
 	j.act.convert(j.k, j.x, t0, t1)
 	switch g := j.gemm; {
