@@ -144,12 +144,18 @@ const (
 //
 // It panics on inconsistent shapes; callers validate batches first.
 func (p *Pool) Attention(a *Attention, kv *KVLayer) {
-	n := len(a.Positions)
-	checkAttention(a, kv, n)
-	real := AttentionTiles(a.QueryStart)
-	tiles := max(real, a.Tiles)
+	checkAttention(a, kv, len(a.Positions))
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.run(&p.at, p.planAttention(a, kv))
+	p.at.a, p.at.kv = nil, nil
+}
+
+// planAttention sets up p.at for a and returns its number of tasks. p.mu
+// must be held.
+func (p *Pool) planAttention(a *Attention, kv *KVLayer) int {
+	real := AttentionTiles(a.QueryStart)
+	tiles := max(real, a.Tiles)
 	if cap(p.at.tiles) < tiles {
 		p.at.tiles = make([]attnTile, 0, tiles)
 	}
@@ -160,8 +166,7 @@ func (p *Pool) Attention(a *Attention, kv *KVLayer) {
 		}
 	}
 	p.at.a, p.at.kv, p.at.k, p.at.scratch = a, kv, p.impl, p.scratch
-	p.run(&p.at, tiles*a.Heads)
-	p.at.a, p.at.kv = nil, nil
+	return tiles * a.Heads
 }
 
 func checkAttention(a *Attention, kv *KVLayer, n int) {

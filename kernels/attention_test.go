@@ -20,7 +20,13 @@ type attnCase struct {
 // newAttnCase writes every sequence's keys and values into randomly chosen
 // blocks of a paged cache of type typ and builds the Attention input.
 func newAttnCase(r *rand.Rand, typ KVType, bs int, ctx, newTok []int) *attnCase {
-	c := &attnCase{heads: 6, kvHeads: 2, hd: 8, bs: bs, ctx: ctx, newTok: newTok}
+	return newAttnCaseHeads(r, typ, bs, 6, 2, 8, ctx, newTok)
+}
+
+// newAttnCaseHeads is newAttnCase with heads query heads over kvHeads KV
+// heads of hd values.
+func newAttnCaseHeads(r *rand.Rand, typ KVType, bs, heads, kvHeads, hd int, ctx, newTok []int) *attnCase {
+	c := &attnCase{heads: heads, kvHeads: kvHeads, hd: hd, bs: bs, ctx: ctx, newTok: newTok}
 	stride := c.kvHeads * c.hd
 	nblocks := 0
 	for _, n := range ctx {

@@ -144,10 +144,13 @@ func records32Go(rec []byte, row *actRow, bias int32) {
 // (kinds with mins: no re-biasing), the block's s of the record's row and
 // of the 7 rows after it (0 past the last), so that a kernel reads the s of
 // a tile of rows with one load. It runs once all n rows are converted.
-func (a *actRows) sAhead(n int) {
+func (a *actRows) sAhead(n int) { a.sAheadBlocks(n, 0, a.cols/32) }
+
+// sAheadBlocks is sAhead on the records of blocks [b0, b1) of every row.
+func (a *actRows) sAheadBlocks(n, b0, b1 int) {
 	stride := a.cols / 32 * gemm32Rec
 	for t := range n {
-		for b := range a.cols / 32 {
+		for b := b0; b < b1; b++ {
 			r := a.rec[t*stride+b*gemm32Rec+32:][:32]
 			for k := range 8 {
 				var s float32

@@ -33,23 +33,10 @@ func matMulSerial(k *impl, dst []float32, w Weight, x []float32, n int) {
 	}
 }
 
-// convParallelMin is the number of activation rows from which Pool.convert
-// converts them on all workers (one more pool run).
+// convParallelMin is the number of activation rows from which Pool calls
+// convert them on all workers (a phase of their job, see addConvert),
+// about four tasks per thread.
 const convParallelMin = 16
-
-// convert converts the activations of j (from planMatmul): on every worker,
-// in about four tasks per thread, for prefills of convParallelMin rows or
-// more, else on the caller. The caller holds p.mu.
-func (p *Pool) convert(j *matmulJob) {
-	if p.threads == 1 || j.n < convParallelMin {
-		j.convert(0, j.n)
-	} else {
-		j.convRows = (j.n + 4*p.threads - 1) / (4 * p.threads)
-		p.run(j, (j.n+j.convRows-1)/j.convRows)
-		j.convRows = 0
-	}
-	j.converted()
-}
 
 // newMatmulJob converts x into act and returns the job computing dst (see
 // planMatmul).
@@ -91,7 +78,10 @@ func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []
 }
 
 // convert converts activation rows [t0, t1) of x into the job's rows and
-// records. Disjoint ranges may run concurrently.
+// records. Disjoint ranges may run concurrently. convertCols and
+// colsEpilogue (fused_epilogue.go) convert blocks of columns with the same
+// writers: a new record format must be added there too (or left to
+// colsEpilogue's fallback, a conversion phase).
 func (j *matmulJob) convert(t0, t1 int) {
 	j.act.convert(j.k, j.x, t0, t1)
 	switch g := j.gemm; {
@@ -174,17 +164,25 @@ func (j *matmulJob) run(_, task int) {
 	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
 	r0 := task % nr * j.rowsPerTask
 	r1 := min(r0+j.rowsPerTask, j.w.Rows)
+	t0, t1 := 0, j.n
+	if j.actsPerTask > 0 {
+		t0 = task / nr * j.actsPerTask
+		t1 = min(t0+j.actsPerTask, j.n)
+	}
+	j.compute(r0, r1, t0, t1)
+}
+
+// compute computes output rows [r0, r1) of tokens [t0, t1), once the
+// activations are converted: each element is the same product whatever
+// the ranges (r0 a multiple of the row grouping of planMatmul when the
+// kernel reads grouped rows).
+func (j *matmulJob) compute(r0, r1, t0, t1 int) {
 	if j.gemm != nil {
-		t0, t1 := 0, j.n
-		if j.actsPerTask > 0 {
-			t0 = task / nr * j.actsPerTask
-			t1 = min(t0+j.actsPerTask, j.n)
-		}
 		j.runGEMM(r0, r1, t0, t1)
 		return
 	}
 	rows := j.w.Rows
-	for t := range j.n {
+	for t := t0; t < t1; t++ {
 		a := &j.act.rows[t]
 		out := j.dst[t*rows : (t+1)*rows]
 		for r := r0; r < r1; r++ {

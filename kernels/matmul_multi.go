@@ -14,7 +14,8 @@ const multiTasksPerThread = 8
 
 // MatMulN computes every product of outs on the same input x (n rows of
 // the weights' common column count) in one pool job: one publish and one
-// join instead of one per weight. Each weight's result is bit-identical to
+// join instead of one per weight (the conversion of long inputs runs as
+// the job's first phase). Each weight's result is bit-identical to
 // MatMul's: x is converted to each weight's activation format (weights
 // whose kernels read the same converted rows share one buffer), and each
 // output row is computed by the same per-weight task code as MatMul's, only
@@ -30,9 +31,7 @@ func (p *Pool) MatMulN(outs []MatMulOut, x []float32, n int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ntasks := p.multi.prepare(p, outs, x, n)
-	p.run(&p.multi, ntasks)
-	p.multi.release()
+	p.matMulN(outs, x, nil, nil, 0, n)
 }
 
 // multiJob is MatMulN's job. Weight i has subs[i] tasks of its own
@@ -47,9 +46,10 @@ type multiJob struct {
 	owner []int       // (groups) first weight of each group
 }
 
-// prepare converts x for the weights of outs, builds the per-weight jobs
-// and returns the number of fused tasks.
-func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
+// plan builds the per-weight jobs for the weights of outs and returns the
+// number of fused tasks. x is converted afterwards: the first job of each
+// activation group (owner) converts it for the group.
+func (m *multiJob) plan(p *Pool, outs []MatMulOut, x []float32, n int) int {
 	k := p.impl
 	m.jobs = grow(m.jobs, len(outs))
 	m.subs = grow(m.subs, len(outs))
@@ -73,9 +73,6 @@ func (m *multiJob) prepare(p *Pool, outs []MatMulOut, x []float32, n int) int {
 		m.jobs[i] = planMatmul(k, &m.acts[g], dot, o.Dst, o.W, x, n, p.threads)
 		m.subs[i] = m.jobs[i].tasks()
 		total += m.subs[i]
-	}
-	for _, i := range m.owner {
-		p.convert(&m.jobs[i])
 	}
 	m.chunk = max(1, total/(multiTasksPerThread*p.threads))
 	t := 0

@@ -44,6 +44,8 @@ type Pool struct {
 	scratch []workerScratch // (threads) per-worker buffers
 	multi   multiJob        // MatMul, MatMulN
 	at      attentionJob
+	fused   fusedJobs     // NormMatMulN, MLP, AttentionMatMul
+	jobs    atomic.Uint64 // pool jobs run (Jobs)
 }
 
 // job is a kernel split into independent tasks.
@@ -90,6 +92,12 @@ func (p *Pool) SetBetween(f func()) {
 	p.between = f
 }
 
+// Jobs returns the number of pool jobs run so far: each is one publish to
+// the helpers and one wait for them to finish (a synchronisation of every
+// worker). A job that runs on the caller alone (one task, or one thread)
+// counts too.
+func (p *Pool) Jobs() uint64 { return p.jobs.Load() }
+
 // Threads is the number of workers, the caller included.
 func (p *Pool) Threads() int { return p.threads }
 
@@ -114,6 +122,7 @@ func (p *Pool) run(j job, ntasks int) {
 	if ntasks <= 0 {
 		return
 	}
+	p.jobs.Add(1)
 	p.job, p.ntasks = j, int64(ntasks)
 	p.next.Store(0)
 	if ntasks == 1 || len(p.helpers) == 0 {

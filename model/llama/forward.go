@@ -24,9 +24,13 @@ import (
 // residual add, RMSNorm·weight, gate and up matmuls, SwiGLU per row, down
 // matmul, residual add; then the output norm and the logits matmul. With
 // the kernels' bit-exact contract the logits equal llama.cpp's bit for bit
-// (TestSmolLM2). The Q/K/V and the gate/up matmuls, which share their
-// input, each run as one pool job (Pool.MatMulN): five pool jobs per layer,
-// whose results do not depend on how the work is grouped.
+// (TestSmolLM2). Each layer runs three pool jobs, whose results do not
+// depend on how the work is grouped: RMSNorm and the Q/K/V matmuls
+// (Pool.NormMatMulN); attention and the output matmul
+// (Pool.AttentionMatMul; in the last layer, when it keeps only some rows
+// for the logits, Attention and MatMul on the gathered rows); RMSNorm,
+// gate/up, SwiGLU and down (Pool.MLP). Biases, RoPE, the cache write and
+// the residual adds run on the caller between them.
 //
 // With tensor parallelism (Options.TensorParallel) every rank must call
 // Forward with the same batch, in the same order: each layer all-reduces
@@ -80,16 +84,16 @@ func (m *Model) check(kv *model.KVCache, b *model.Batch, logits []float32) error
 }
 
 // attention runs the attention half of a block up to the attention output
-// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention.
-func (m *Model) attention(s *scratch, ly *layer, kv *kernels.KVLayer, slots []int32, n int) {
+// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention;
+// with project, also the output projection s.xb = Wo·att (in the same pool
+// job as the attention).
+func (m *Model) attention(s *scratch, ly *layer, kv *kernels.KVLayer, slots []int32, n int, project bool) {
 	c := &m.lc
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
-	kernels.RMSNorm(s.xb, s.x, ly.attnNorm, c.RMSEps)
-	m.sh.progress()
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
 	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: ly.wk}
 	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: ly.wv}
-	m.pool.MatMulN(s.mm[:3], s.xb, n)
+	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.attnNorm, c.RMSEps, n)
 	m.sh.progress()
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
@@ -108,8 +112,26 @@ func (m *Model) attention(s *scratch, ly *layer, kv *kernels.KVLayer, slots []in
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
 	m.sh.progress()
-	m.pool.Attention(&s.attn, kv)
+	if project {
+		m.pool.AttentionMatMul(&s.attn, kv, s.xb, ly.wo)
+	} else {
+		m.pool.Attention(&s.attn, kv)
+	}
 	m.sh.progress()
+}
+
+// everyRow reports whether idx lists every row of n in order (every
+// token wants logits: the last layer need not gather them).
+func everyRow(idx []int32, n int) bool {
+	if len(idx) != n {
+		return false
+	}
+	for j, i := range idx {
+		if int(i) != j {
+			return false
+		}
+	}
+	return true
 }
 
 // gatherLogitRows copies the residual and attention rows listed in idx

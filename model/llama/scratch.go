@@ -23,6 +23,8 @@ type scratch struct {
 	kv   []kernels.KVLayer
 	attn kernels.Attention
 	mm   [3]kernels.MatMulOut // products of one MatMulN call
+	mlp  kernels.MLP          // weights of the current Pool.MLP call
+	mlpb kernels.MLPBuffers   // its activations
 }
 
 // size grows every buffer for n tokens and m logit rows.

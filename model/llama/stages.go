@@ -14,7 +14,7 @@ import (
 //	attnStage: settle; RMSNorm → Q/K/V → RoPE → cache write → attention →
 //	           Wo (partial sum) → start its all-reduce
 //	mlpStage:  settle (x += Σ Wo·att); RMSNorm → gate/up → SwiGLU →
-//	           down (partial sum) → start its all-reduce
+//	           down (partial sum, one pool job) → start its all-reduce
 //
 // and settle waits for the micro-batch's all-reduce in flight and adds the
 // sum into its residual stream. run takes every micro-batch through one
@@ -103,30 +103,34 @@ func (m *Model) begin(u *ubatch, kv *model.KVCache) {
 
 // attnStage runs layer l's attention over every token of u (all of them
 // write their K/V), then, on the rows that go on (every row; the logit
-// rows in the last layer), the output projection, whose all-reduce it
-// starts.
+// rows in the last layer, gathered unless they are every row), the output
+// projection, whose all-reduce it starts. Unless rows are gathered, the
+// projection runs in the attention's pool job (Pool.AttentionMatMul).
 func (m *Model) attnStage(u *ubatch, l int) error {
 	if err := m.settle(u); err != nil {
 		return err
 	}
 	c, s, ly := &m.lc, u.s, &m.layers[l]
 	n := len(u.b.Tokens)
-	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n)
-	att := s.att
-	if l == len(m.layers)-1 {
-		u.x, u.rows, att = m.gatherLogitRows(s, u.b.LogitIndices), len(u.b.LogitIndices), s.ga
+	gather := l == len(m.layers)-1 && !everyRow(u.b.LogitIndices, n)
+	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n, !gather)
+	if gather {
+		u.x, u.rows = m.gatherLogitRows(s, u.b.LogitIndices), len(u.b.LogitIndices)
 	}
 	if u.rows == 0 {
 		return nil
 	}
 	xb := s.xb[:u.rows*c.Dim]
-	m.pool.MatMul(xb, ly.wo, att[:u.rows*c.Heads*c.HeadDim], u.rows)
+	if gather {
+		m.pool.MatMul(xb, ly.wo, s.ga[:u.rows*c.Heads*c.HeadDim], u.rows)
+	}
 	return m.send(u, xb)
 }
 
 // mlpStage adds the attention output to u's residual rows and runs the
 // feed-forward on them up to the down projection, whose all-reduce it
-// starts: x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)) once settled.
+// starts: x += Wdown·(silu(Wgate·norm(x)) ⊙ Wup·norm(x)) once settled. The
+// whole block is one pool job (Pool.MLP).
 func (m *Model) mlpStage(u *ubatch, l int) error {
 	if err := m.settle(u); err != nil {
 		return err
@@ -138,15 +142,9 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 	nr := u.rows
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
-	kernels.RMSNorm(xb, u.x[:d], ly.ffnNorm, c.RMSEps)
-	m.sh.progress()
-	gate, up := s.gate[:h], s.up[:h]
-	s.mm[0] = kernels.MatMulOut{Dst: gate, W: ly.gate}
-	s.mm[1] = kernels.MatMulOut{Dst: up, W: ly.up}
-	m.pool.MatMulN(s.mm[:2], xb, nr)
-	m.sh.progress()
-	kernels.SwiGLU(gate, gate, up, c.HiddenDim)
-	m.pool.MatMul(xb, ly.down, gate, nr)
+	s.mlp = kernels.MLP{Norm: ly.ffnNorm, Eps: c.RMSEps, Gate: ly.gate, Up: ly.up, Down: ly.down}
+	s.mlpb = kernels.MLPBuffers{Dst: xb, X: u.x[:d], Normed: xb, Gate: s.gate[:h], Up: s.up[:h]}
+	m.pool.MLP(&s.mlp, &s.mlpb, nr)
 	return m.send(u, xb)
 }
 
@@ -182,9 +180,9 @@ func (m *Model) finish(u *ubatch) error {
 	}
 	rows := len(u.b.LogitIndices)
 	if rows > 0 && m.sh.logits() {
-		s := u.s
-		kernels.RMSNorm(s.gx, s.gx, m.outNorm, m.lc.RMSEps)
-		m.pool.MatMul(u.logits, m.output, s.gx, rows)
+		s, c := u.s, &m.lc
+		s.mm[0] = kernels.MatMulOut{Dst: u.logits, W: m.output}
+		m.pool.NormMatMulN(s.mm[:1], s.gx, u.x[:rows*c.Dim], m.outNorm, c.RMSEps, rows)
 	}
 	return nil
 }
