@@ -40,6 +40,9 @@ type Result struct {
 	TTFT, Latency              time.Duration
 	ITL                        []time.Duration // gaps between text chunks after the first
 	Text                       string
+	// Retries is 1 when the request was sent again because the server had
+	// closed the idle connection it first went out on (see Send).
+	Retries int
 }
 
 // body is the JSON request for p.
@@ -59,18 +62,39 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	return json.Marshal(req)
 }
 
-// Send runs one request and times its chunks.
+// Send runs one request and times its chunks. A request that failed
+// because the server had closed its idle keep-alive connection just before
+// the request went out (Go's "server closed idle connection") never reached
+// the server: it is sent once more, on a new connection, and counted in
+// Result.Retries; the times are those of the attempt that ran.
 func (c *Client) Send(ctx context.Context, p Prompt) Result {
-	res := Result{PromptTokens: p.InputLen, Start: time.Now()}
 	b, err := c.body(p)
 	if err != nil {
-		res.Error = err.Error()
-		return res
+		return Result{PromptTokens: p.InputLen, Start: time.Now(), Error: err.Error()}
 	}
+	res, transportErr := c.attempt(ctx, p, b)
+	if transportErr != nil && closedIdle(transportErr) && ctx.Err() == nil {
+		res, _ = c.attempt(ctx, p, b)
+		res.Retries = 1
+	}
+	return res
+}
+
+// closedIdle reports whether err is Go's transport error for a request
+// written to a keep-alive connection the server had already closed (the
+// error is unexported: it is known by its text).
+func closedIdle(err error) bool {
+	return strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// attempt sends the request body b once; transportErr is the error of
+// http.Client.Do, when that is how it failed.
+func (c *Client) attempt(ctx context.Context, p Prompt, b []byte) (res Result, transportErr error) {
+	res = Result{PromptTokens: p.InputLen, Start: time.Now()}
 	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(c.BaseURL, "/")+c.Endpoint, bytes.NewReader(b))
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		return res, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.APIKey != "" {
@@ -79,21 +103,21 @@ func (c *Client) Send(ctx context.Context, p Prompt) Result {
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		return res, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
-		return res
+		return res, nil
 	}
 	if err := c.read(resp.Body, &res); err != nil {
 		res.Error = err.Error()
-		return res
+		return res, nil
 	}
 	res.Latency = time.Since(res.Start)
 	res.Success = true
-	return res
+	return res, nil
 }
 
 func (c *Client) httpClient() *http.Client {

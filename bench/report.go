@@ -41,6 +41,7 @@ type Percentile struct {
 // Report is a benchmark's outcome; JSON gives vLLM's field names.
 type Report struct {
 	Completed, Failed          int
+	Retries                    int // requests sent twice (see Client.Send)
 	Duration                   time.Duration
 	TotalInput, TotalOutput    int
 	RequestThroughput          float64 // completed requests/s
@@ -70,6 +71,7 @@ func Summarize(results []Result, d time.Duration, metrics []string, percentiles 
 		r.TTFTs = append(r.TTFTs, res.TTFT.Seconds())
 		r.Latencies = append(r.Latencies, res.Latency.Seconds())
 		r.ITLs = append(r.ITLs, seconds(res.ITL))
+		r.Retries += res.Retries
 		if !res.Success {
 			r.Failed++
 			continue
@@ -162,6 +164,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "%s\n", center(" Serving Benchmark Result ", '='))
 	line("Successful requests:", r.Completed)
 	line("Failed requests:", r.Failed)
+	line("Retried requests:", r.Retries)
 	if r.MaxConcurrency > 0 {
 		line("Maximum request concurrency:", r.MaxConcurrency)
 	}

@@ -20,6 +20,7 @@ type Meta struct {
 	RequestRate float64 // +Inf: all at once
 	Concurrency int     // 0: no limit
 	IgnoreEOS   bool
+	Seed        uint64 // of the random prompts and arrival times
 }
 
 // JSON returns the result as vLLM's benchmark saves it: the configuration,
@@ -38,8 +39,8 @@ func (r *Report) JSON(m Meta, detailed bool) map[string]any {
 	out := map[string]any{
 		"date": m.Date.Format("20060102-150405"), "backend": m.Backend, "base_url": m.BaseURL,
 		"endpoint": m.Endpoint, "model_id": m.Model, "dataset_name": m.Dataset, "num_prompts": m.NumPrompts,
-		"request_rate": rate, "burstiness": 1.0, "max_concurrency": conc, "ignore_eos": m.IgnoreEOS,
-		"duration": r.Duration.Seconds(), "completed": r.Completed, "failed": r.Failed,
+		"request_rate": rate, "burstiness": 1.0, "max_concurrency": conc, "ignore_eos": m.IgnoreEOS, "seed": m.Seed,
+		"duration": r.Duration.Seconds(), "completed": r.Completed, "failed": r.Failed, "retries": r.Retries,
 		"total_input_tokens": r.TotalInput, "total_output_tokens": r.TotalOutput,
 		"request_throughput": r.RequestThroughput, "request_goodput": nil,
 		"output_throughput": r.OutputThroughput, "total_token_throughput": r.TotalTokenThroughput,

@@ -67,8 +67,9 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	j := r.JSON(Meta{Model: "m", RequestRate: math.Inf(1), NumPrompts: 3}, true)
-	for key, want := range map[string]any{"completed": 2, "failed": 1, "request_rate": "inf", "mean_ttft_ms": 200.0,
+	j := r.JSON(Meta{Model: "m", RequestRate: math.Inf(1), NumPrompts: 3, Seed: 42}, true)
+	for key, want := range map[string]any{"completed": 2, "failed": 1, "retries": 0, "seed": uint64(42),
+		"request_rate": "inf", "mean_ttft_ms": 200.0,
 		"p99_ttft_ms": 298.0, "median_e2el_ms": 600.0, "total_output_tokens": 8, "model_id": "m"} {
 		got := j[key]
 		if f, ok := got.(float64); ok {

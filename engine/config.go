@@ -24,12 +24,19 @@ type Config struct {
 	KVCacheType         model.KVType
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
-	EnablePrefixCaching bool
-	Preemption          sched.PreemptionMode
-	Threads             int  // 0: all cores
-	FlashAttention      bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
-	ExactArithmetic     bool // llama.cpp's arithmetic, bit for bit (see model.LoadOptions)
-	NoRepack            bool // llama.cpp's plain arithmetic for Q4_0 weights too; implies ExactArithmetic
+	// LongPrefillTokenThreshold, MaxNumPartialPrefills and
+	// MaxLongPartialPrefills bound the prompt tokens of a step (see
+	// sched.Config). A threshold of 0 with MaxNumPartialPrefills > 1 is 4%
+	// of MaxModelLen, as in vLLM.
+	LongPrefillTokenThreshold int
+	MaxNumPartialPrefills     int
+	MaxLongPartialPrefills    int
+	EnablePrefixCaching       bool
+	Preemption                sched.PreemptionMode
+	Threads                   int  // 0: all cores
+	FlashAttention            bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
+	ExactArithmetic           bool // llama.cpp's arithmetic, bit for bit (see model.LoadOptions)
+	NoRepack                  bool // llama.cpp's plain arithmetic for Q4_0 weights too; implies ExactArithmetic
 	// EnforceEager runs every step without captured plans.
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.
@@ -61,15 +68,16 @@ func (c Config) loadOptions() model.LoadOptions {
 // DefaultConfig returns the defaults of `pagoda serve`.
 func DefaultConfig(modelPath string) Config {
 	return Config{
-		Model:               modelPath,
-		BlockSize:           16,
-		SwapSpace:           256 << 20,
-		KVCacheType:         model.KVF16,
-		MaxNumSeqs:          64,
-		MaxNumBatchedTokens: 2048,
-		EnablePrefixCaching: true,
-		Bucketing:           defaultBucketing(),
-		DBO:                 sched.DefaultDBO(),
+		Model:                  modelPath,
+		BlockSize:              16,
+		SwapSpace:              256 << 20,
+		KVCacheType:            model.KVF16,
+		MaxNumSeqs:             64,
+		MaxNumBatchedTokens:    2048,
+		MaxLongPartialPrefills: 1,
+		EnablePrefixCaching:    true,
+		Bucketing:              defaultBucketing(),
+		DBO:                    sched.DefaultDBO(),
 	}
 }
 
@@ -113,7 +121,28 @@ func (c *Config) validate() error {
 	case c.Threads < 0:
 		return fmt.Errorf("--threads must be ≥ 0, got %d", c.Threads)
 	}
-	return sched.Config{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, DBO: c.DBO}.Validate()
+	return c.schedConfig().Validate()
+}
+
+// schedConfig is the scheduler's part of c.
+func (c *Config) schedConfig() sched.Config {
+	return sched.Config{MaxNumSeqs: c.MaxNumSeqs, MaxNumBatchedTokens: c.MaxNumBatchedTokens, Preemption: c.Preemption,
+		LongPrefillTokenThreshold: c.LongPrefillTokenThreshold, MaxNumPartialPrefills: c.MaxNumPartialPrefills,
+		MaxLongPartialPrefills: c.MaxLongPartialPrefills, DBO: c.DBO}
+}
+
+// resolvePrefillThreshold applies vLLM's default threshold (4% of
+// MaxModelLen when concurrent partial prefills are on) once MaxModelLen is
+// known, and checks the threshold against it.
+func (c *Config) resolvePrefillThreshold() error {
+	if c.LongPrefillTokenThreshold == 0 && c.MaxNumPartialPrefills > 1 {
+		c.LongPrefillTokenThreshold = max(1, c.MaxModelLen*4/100)
+	}
+	if c.LongPrefillTokenThreshold > c.MaxModelLen {
+		return fmt.Errorf("--long-prefill-token-threshold must be ≤ --max-model-len (%d), got %d",
+			c.MaxModelLen, c.LongPrefillTokenThreshold)
+	}
+	return nil
 }
 
 // cacheSizes returns the device and host block counts for a model.

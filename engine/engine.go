@@ -108,6 +108,9 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	if cfg.MaxModelLen > mc.ContextLen {
 		return nil, fmt.Errorf("--max-model-len %d exceeds the model's context length %d", cfg.MaxModelLen, mc.ContextLen)
 	}
+	if err := cfg.resolvePrefillThreshold(); err != nil {
+		return nil, err
+	}
 	shard := mc
 	shard.KVHeads /= cfg.tpRanks() // each rank holds its KV heads' cache
 	numBlocks, numHost, err := cfg.cacheSizes(shard)
@@ -119,8 +122,7 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
-		Preemption: cfg.Preemption, DBO: cfg.DBO}, blocks)
+	s, err := sched.New(cfg.schedConfig(), blocks)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,9 @@ func invarianceWorkload(t *testing.T, e *Engine, n int, params func(i int) Sampl
 
 // Scheduling transparency on the default model: requests run together
 // through a small KV pool — chunked prefill, preemption by recompute and by
-// swap, prefix-cache hits — give exactly the tokens each gives alone.
+// swap, prefix-cache hits, and with the partial-prefill limits (a long
+// prompt chunked to the threshold, prefills capped) — give exactly the
+// tokens each gives alone.
 func TestBatchInvarianceSmolLM2(t *testing.T) {
 	n := 32
 	if testing.Short() {
@@ -81,12 +83,20 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 		want[i] = runAll(t, alone, []Request{r})[0]
 	}
 	per := int64(model.BlockBytes(30, 16, 3, 64, model.KVF16))
-	for _, mode := range []sched.PreemptionMode{sched.PreemptAuto, sched.PreemptSwap} {
+	for _, run := range []struct {
+		mode    sched.PreemptionMode
+		partial bool // long prompts chunked to 24 tokens, 2 prefills at once, 1 long
+	}{{sched.PreemptAuto, false}, {sched.PreemptSwap, false}, {sched.PreemptAuto, true}} {
+		mode := run.mode
 		crowd := newTestEngine(t, path, func(c *Config) {
 			c.KVCacheType, c.MaxModelLen, c.BlockSize = model.KVF16, 160, 16
 			c.NumBlocksOverride, c.SwapSpace, c.Preemption = max(10, 3*n/4), 96*per, mode
 			c.MaxNumBatchedTokens, c.MaxNumSeqs = 64, 16
 			c.ExactArithmetic = false
+			if run.partial {
+				c.LongPrefillTokenThreshold, c.MaxNumPartialPrefills, c.MaxLongPartialPrefills = 24, 2, 1
+				c.NumBlocksOverride = max(10, n/2) // fewer prompts at once take fewer blocks
+			}
 		})
 		got := runAll(t, crowd, reqs)
 		for i := range reqs {
@@ -100,7 +110,7 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 			}
 		}
 		st := crowd.Stats()
-		t.Logf("crowded run, preemption mode %d: %d preemptions (%d swaps), prefix cache %+v", mode, st.Preemptions, st.SwapOuts, st.Prefix)
+		t.Logf("crowded run, preemption mode %d, partial-prefill limits %v: %d preemptions (%d swaps), prefix cache %+v", mode, run.partial, st.Preemptions, st.SwapOuts, st.Prefix)
 		recomputed := st.Preemptions - st.SwapOuts
 		if st.Prefix.HitBlocks == 0 || (mode == sched.PreemptAuto && recomputed == 0) || (mode == sched.PreemptSwap && st.SwapOuts == 0) {
 			t.Errorf("the workload must preempt (recompute in auto mode, swap in swap mode) and hit the prefix cache: %+v", st)

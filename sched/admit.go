@@ -8,44 +8,85 @@ import (
 )
 
 // scheduleWaiting admits waiting groups in (priority, arrival) order while
-// the budget, MaxNumSeqs and the free blocks allow. Admission reserves only
-// the tokens computed in this step (a first chunk of a long prompt), after
-// prefix-cache hits.
+// the budget, MaxNumSeqs, the partial-prefill limits and the free blocks
+// allow. Admission reserves only the tokens computed in this step (a first
+// chunk of a long prompt), after prefix-cache hits. A long prompt that finds
+// every long-prefill slot taken stays waiting, in its place, while shorter
+// ones behind it are admitted (vLLM's max_long_partial_prefills).
 func (s *Scheduler) scheduleWaiting(budget *int) error {
 	sortGroups(s.waiting)
-	for len(s.waiting) > 0 && *budget > 0 {
-		g := s.waiting[0]
+	pp := s.partialPrefills()
+	n := len(s.waiting)
+	kept := s.waiting[:0] // the groups that stay waiting, in order
+	i := 0
+	for ; i < n && *budget > 0; i++ {
+		g := s.waiting[i]
 		if g.Finished() {
-			s.waiting = s.waiting[1:]
 			continue
 		}
-		if s.numRunningSeqs()+max(g.MaxSeqs, g.NumUnfinished()) > s.cfg.MaxNumSeqs {
-			return nil
+		if s.numRunningSeqs()+max(g.MaxSeqs, g.NumUnfinished()) > s.cfg.MaxNumSeqs || !pp.canStart() {
+			break
 		}
 		if s.neverFits(g) {
-			s.waiting = s.waiting[1:]
 			s.ignore(g)
+			continue
+		}
+		long := g.longPrefill(s.cfg.LongPrefillTokenThreshold)
+		if long && !pp.canStartLong() {
+			kept = append(kept, g)
 			continue
 		}
 		ok, err := s.admit(g, budget)
 		if err != nil {
+			kept = append(kept, s.waiting[i:n]...)
+			s.waiting = kept
 			return err
 		}
 		if !ok && s.idle() {
 			// Alone on an empty device it cannot start: it never will
 			// (a group of forked sequences preempted by recompute can
 			// need more blocks together than the pool has).
-			s.waiting = s.waiting[1:]
 			s.ignore(g)
 			continue
 		}
 		if !ok {
-			return nil
+			break
 		}
-		s.waiting = s.waiting[1:]
 		s.running = append(s.running, g)
+		pp.start(long)
 	}
+	kept = append(kept, s.waiting[i:n]...)
+	clear(s.waiting[len(kept):n])
+	s.waiting = kept
 	return nil
+}
+
+// partialPrefills counts the prefills of a step against MaxNumPartialPrefills
+// and MaxLongPartialPrefills.
+type partialPrefills struct {
+	n, long       int
+	maxN, maxLong int // maxN 0: no bound
+}
+
+// partialPrefills counts the running groups that prefill in this step.
+func (s *Scheduler) partialPrefills() partialPrefills {
+	pp := partialPrefills{maxN: s.cfg.MaxNumPartialPrefills, maxLong: s.cfg.MaxLongPartialPrefills}
+	for _, g := range s.running {
+		if g.prefilling() {
+			pp.start(g.longPrefill(s.cfg.LongPrefillTokenThreshold))
+		}
+	}
+	return pp
+}
+
+func (p *partialPrefills) canStart() bool     { return p.maxN == 0 || p.n < p.maxN }
+func (p *partialPrefills) canStartLong() bool { return p.long < p.maxLong }
+
+func (p *partialPrefills) start(long bool) {
+	p.n++
+	if long {
+		p.long++
+	}
 }
 
 // neverFits reports whether a sequence of g needs more blocks than the
@@ -89,6 +130,9 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 			cached = s.kv.NumCachedTokens(q.Tokens)
 		}
 		n := min(q.NumTokens()-cached, left)
+		if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
+			n = min(n, t)
+		}
 		if (first && n <= 0) || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
 			s.rollback(g, mark)
 			return false, nil

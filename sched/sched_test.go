@@ -183,19 +183,24 @@ func TestRandomWorkload(t *testing.T) {
 		mode              PreemptionMode
 		blockSize, blocks int
 		caching           bool
+		partial           bool // with partial-prefill limits
 	}{
-		{PreemptAuto, 4, 14, true}, {PreemptAuto, 16, 6, false},
-		{PreemptRecompute, 4, 12, true}, {PreemptSwap, 2, 24, true}, {PreemptAuto, 1, 40, false},
+		{PreemptAuto, 4, 14, true, false}, {PreemptAuto, 16, 6, false, false},
+		{PreemptRecompute, 4, 12, true, false}, {PreemptSwap, 2, 24, true, false}, {PreemptAuto, 1, 40, false, false},
+		{PreemptRecompute, 4, 12, true, true}, {PreemptRecompute, 2, 20, false, true},
 	} {
-		t.Run(fmt.Sprintf("mode%d_bs%d_caching%v", tc.mode, tc.blockSize, tc.caching), func(t *testing.T) {
-			randomWorkload(t, tc.mode, tc.blockSize, tc.blocks, tc.caching)
+		t.Run(fmt.Sprintf("mode%d_bs%d_caching%v_partial%v", tc.mode, tc.blockSize, tc.caching, tc.partial), func(t *testing.T) {
+			cfg := Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 24, Preemption: tc.mode}
+			if tc.partial {
+				cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, cfg.MaxLongPartialPrefills = 5, 2, 1
+			}
+			randomWorkload(t, cfg, tc.blockSize, tc.blocks, tc.caching)
 		})
 	}
 }
 
-func randomWorkload(t *testing.T, mode PreemptionMode, blockSize, blocks int, caching bool) {
+func randomWorkload(t *testing.T, cfg Config, blockSize, blocks int, caching bool) {
 	r := rand.New(rand.NewPCG(uint64(blockSize), uint64(blocks)))
-	cfg := Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 24, Preemption: mode}
 	s := newSched(t, cfg, kvcache.Config{BlockSize: blockSize, NumBlocks: blocks,
 		NumHostBlocks: blocks, EnablePrefixCaching: caching})
 	target := map[*Sequence]int{}
@@ -268,6 +273,7 @@ func checkLimits(t *testing.T, s *Scheduler, out *Output, cfg Config) {
 	if n := s.numRunningSeqs(); n > cfg.MaxNumSeqs {
 		t.Fatalf("%d running sequences, limit %d", n, cfg.MaxNumSeqs)
 	}
+	checkPartialPrefills(t, out, cfg)
 	for _, sq := range out.Seqs {
 		if sq.Seq.NumComputedTokens > sq.Seq.NumTokens() || sq.Seq.Status != StatusRunning {
 			t.Fatalf("bad scheduled sequence %+v", *sq.Seq)

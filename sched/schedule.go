@@ -15,7 +15,7 @@ func (s *Scheduler) Schedule() (*Output, error) {
 	s.out.reset()
 	s.kv.BeginRound()
 	s.running = slices.DeleteFunc(s.running, (*Group).Finished)
-	sortGroups(s.running)
+	sortRunning(s.running)
 	budget := s.cfg.MaxNumBatchedTokens
 	if err := s.scheduleRunning(&budget); err != nil {
 		return nil, err
@@ -40,8 +40,10 @@ func (s *Scheduler) Schedule() (*Output, error) {
 	return &s.out, nil
 }
 
-// scheduleRunning gives each running group its tokens, preempting from the
-// back of the queue (lowest priority, newest) when blocks run out. Groups
+// scheduleRunning gives each running group its tokens, decodes first (see
+// sortRunning), preempting from the back of the queue (a prefill before a
+// decode, then lowest priority, newest) when blocks run out. Running
+// prefills always continue: they hold their partial-prefill slots. Groups
 // already scheduled this step are never preempted: the victim is always
 // behind the group being scheduled.
 func (s *Scheduler) scheduleRunning(budget *int) error {
@@ -75,19 +77,24 @@ func (s *Scheduler) onlyHolder(g *Group) bool {
 	return s.kv.NumSequences() == len(s.unfinishedIDs(g)) && len(s.swapped) == 0
 }
 
-// want is how many tokens q computes this step given the remaining budget.
-func want(q *Sequence, budget int) int {
+// want is how many tokens q computes this step given the remaining budget:
+// all it has left, within the budget and LongPrefillTokenThreshold.
+func (s *Scheduler) want(q *Sequence, budget int) int {
 	if q.Status == StatusFinished {
 		return 0
 	}
-	return min(q.NumTokens()-q.NumComputedTokens, budget)
+	n := q.NumTokens() - q.NumComputedTokens
+	if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
+		n = min(n, t)
+	}
+	return min(n, budget)
 }
 
 // blocksNeeded bounds the free blocks runGroup(g, budget) takes.
 func (s *Scheduler) blocksNeeded(g *Group, budget int) int {
 	need := 0
 	for _, q := range g.Seqs {
-		n := want(q, budget)
+		n := s.want(q, budget)
 		if n <= 0 {
 			continue
 		}
@@ -104,7 +111,7 @@ func (s *Scheduler) blocksNeeded(g *Group, budget int) int {
 // runGroup reserves slots for g's tokens of this step and records them.
 func (s *Scheduler) runGroup(g *Group, budget *int) error {
 	for _, q := range g.Seqs {
-		n := want(q, *budget)
+		n := s.want(q, *budget)
 		if n <= 0 {
 			continue
 		}

@@ -59,21 +59,49 @@ func ParsePreemptionMode(s string) (PreemptionMode, error) {
 }
 
 // Config bounds what one step may schedule.
+//
+// The partial-prefill limits are vLLM's (--long-prefill-token-threshold,
+// --max-num-partial-prefills, --max-long-partial-prefills): a group is
+// prefilling while one of its sequences has more than one token left to
+// compute, and its prefill is long while more than LongPrefillTokenThreshold
+// are left. Together they bound the prompt tokens of a step to
+// MaxNumPartialPrefills × LongPrefillTokenThreshold, so decodes are never
+// stalled behind a step full of prompts.
 type Config struct {
 	MaxNumSeqs          int // sequences running at once
 	MaxNumBatchedTokens int // tokens computed per step
 	Preemption          PreemptionMode
 	// DBO decides which steps run as two micro-batches (Step.Split).
 	DBO DBO
+	// LongPrefillTokenThreshold caps the tokens a sequence computes in one
+	// step (a longer prefill is chunked to it) and marks longer prefills
+	// as long. 0: no cap.
+	LongPrefillTokenThreshold int
+	// MaxNumPartialPrefills bounds the groups prefilling in one step;
+	// waiting groups are admitted only while fewer are. 0: no bound.
+	MaxNumPartialPrefills int
+	// MaxLongPartialPrefills bounds the long prefills among them: a long
+	// waiting group beyond it stays waiting while shorter ones behind it
+	// are admitted. 0 means 1 (vLLM's default).
+	MaxLongPartialPrefills int
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	if c.MaxNumSeqs < 1 {
+	switch {
+	case c.MaxNumSeqs < 1:
 		return fmt.Errorf("--max-num-seqs must be ≥ 1, got %d", c.MaxNumSeqs)
-	}
-	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
+	case c.MaxNumBatchedTokens < c.MaxNumSeqs:
 		return fmt.Errorf("--max-num-batched-tokens must be ≥ --max-num-seqs (%d), got %d", c.MaxNumSeqs, c.MaxNumBatchedTokens)
+	case c.LongPrefillTokenThreshold < 0:
+		return fmt.Errorf("--long-prefill-token-threshold must be ≥ 0 (0: no threshold), got %d", c.LongPrefillTokenThreshold)
+	case c.MaxNumPartialPrefills < 0:
+		return fmt.Errorf("--max-num-partial-prefills must be ≥ 0 (0: no limit), got %d", c.MaxNumPartialPrefills)
+	case c.MaxLongPartialPrefills < 0:
+		return fmt.Errorf("--max-long-partial-prefills must be ≥ 1, got %d", c.MaxLongPartialPrefills)
+	case c.MaxNumPartialPrefills > 0 && c.MaxLongPartialPrefills > c.MaxNumPartialPrefills:
+		return fmt.Errorf("--max-long-partial-prefills must be ≤ --max-num-partial-prefills (%d), got %d",
+			c.MaxNumPartialPrefills, c.MaxLongPartialPrefills)
 	}
 	if c.DBO.Enable {
 		return c.DBO.Validate()
@@ -141,6 +169,7 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.MaxLongPartialPrefills = max(cfg.MaxLongPartialPrefills, 1)
 	return &Scheduler{cfg: cfg, kv: kv}, nil
 }
 
@@ -250,6 +279,27 @@ func (s *Scheduler) unfinishedIDs(g *Group) []int64 {
 		}
 	}
 	return s.ids
+}
+
+// sortRunning orders the running queue for a step: decoding groups first
+// (vLLM's chunked-prefill policy: a decode is never starved by a prompt),
+// then prefilling ones, each by (priority, arrival). Preemption takes its
+// victims from the back, so prefills are preempted before decodes.
+func sortRunning(q []*Group) {
+	slices.SortStableFunc(q, func(a, b *Group) int {
+		pa, pb := a.prefilling(), b.prefilling()
+		switch {
+		case pa != pb && !pa:
+			return -1
+		case pa != pb:
+			return 1
+		case before(a, b):
+			return -1
+		case before(b, a):
+			return 1
+		}
+		return 0
+	})
 }
 
 func sortGroups(q []*Group) {

@@ -79,6 +79,29 @@ func (g *Group) NumUnfinished() int {
 	return n
 }
 
+// prefilling reports whether a sequence of g has more than one token left
+// to compute (a prompt, a chunk of one, or a recomputation), i.e. g is not
+// decoding.
+func (g *Group) prefilling() bool {
+	for _, s := range g.Seqs {
+		if s.Status != StatusFinished && s.NumTokens()-s.NumComputedTokens > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// longPrefill reports whether a sequence of g has more than threshold
+// tokens left to compute (never for threshold 0).
+func (g *Group) longPrefill(threshold int) bool {
+	for _, s := range g.Seqs {
+		if threshold > 0 && s.Status != StatusFinished && s.NumTokens()-s.NumComputedTokens > threshold {
+			return true
+		}
+	}
+	return false
+}
+
 // Finished reports whether every sequence has finished.
 func (g *Group) Finished() bool { return g.NumUnfinished() == 0 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,7 +25,7 @@ type benchServeFlags struct {
 	dataset, datasetPath                 string
 	inputLen, outputLen, numPrompts      int
 	rangeRatio                           float64
-	seed                                 uint64
+	seed                                 optionalInt
 	requestRate                          string
 	maxConcurrency                       int
 	ignoreEOS, disableTqdm               bool
@@ -39,6 +40,15 @@ type benchServeFlags struct {
 // one token each in the usual vocabularies, so no tokenizer is needed; the
 // token counts reported are the server's own (usage), when it sends them.
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
+	f, err := parseBenchServe(args, stderr)
+	if err != nil {
+		return err
+	}
+	return benchServe(f, stdout, stderr)
+}
+
+// parseBenchServe reads `pagoda bench serve`'s flags.
+func parseBenchServe(args []string, stderr io.Writer) (benchServeFlags, error) {
 	fs := newFlagSet("bench serve", stderr)
 	var f benchServeFlags
 	f.register(fs)
@@ -48,7 +58,8 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.inputLen, "random-input-len", 1024, "prompt tokens (random dataset)")
 	fs.IntVar(&f.outputLen, "random-output-len", 128, "output tokens (random dataset; default for JSONL lines without one)")
 	fs.Float64Var(&f.rangeRatio, "random-range-ratio", 0, "lengths drawn from [len·(1−r), len·(1+r)]")
-	fs.Uint64Var(&f.seed, "seed", 0, "seed of the dataset and the arrival times")
+	fs.Var(&f.seed, "seed", "seed of the random prompts and the arrival times (default: a new one each run, printed; "+
+		"give it to send the same prompts again)")
 	fs.IntVar(&f.numPrompts, "num-prompts", 1000, "requests to send")
 	fs.StringVar(&f.requestRate, "request-rate", "inf", "requests/s, Poisson arrivals; inf sends all at once")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "requests in flight at most (0 = no limit)")
@@ -61,12 +72,12 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.resultFile, "result-filename", "", "file name of the saved result (default: backend-rate-qps-concurrency-model-date.json)")
 	fs.BoolVar(&f.disableTqdm, "disable-tqdm", false, "no progress bar")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return f, err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return f, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	return benchServe(f, stdout, stderr)
+	return f, nil
 }
 
 // parseRate reads --request-rate: a positive number or inf.
@@ -103,10 +114,20 @@ func parseMetrics(metrics, percentiles string) ([]string, []float64, error) {
 	return ms, ps, nil
 }
 
+// resolveSeed returns --seed, or draws one the first time when it was not
+// given (and keeps it): each run then sends new prompts, which no prefix
+// cache of an earlier run on the same server holds.
+func (f *benchServeFlags) resolveSeed() uint64 {
+	if !f.seed.set {
+		f.seed = optionalInt{v: int64(rand.Uint64() >> 1), set: true}
+	}
+	return uint64(f.seed.v)
+}
+
 func (f *benchServeFlags) prompts() ([]bench.Prompt, error) {
 	switch f.dataset {
 	case "random":
-		return bench.RandomPrompts(f.numPrompts, f.inputLen, f.outputLen, f.rangeRatio, f.seed)
+		return bench.RandomPrompts(f.numPrompts, f.inputLen, f.outputLen, f.rangeRatio, f.resolveSeed())
 	case "jsonl":
 		if f.datasetPath == "" {
 			return nil, usageError{errors.New("--dataset-name jsonl needs --dataset-path")}
@@ -143,9 +164,9 @@ func benchServe(f benchServeFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("initial test run failed (check the server and --endpoint/--model): %s", res.Error)
 	}
 	fmt.Fprintf(stderr, "Initial test run completed. Starting main benchmark run...\n")
-	fmt.Fprintf(stderr, "Traffic request rate: %s, maximum request concurrency: %s, %d prompts\n",
-		f.requestRate, concurrencyText(f.maxConcurrency), len(prompts))
-	cfg := bench.Config{Client: c, RequestRate: rate, MaxConcurrency: f.maxConcurrency, Seed: f.seed}
+	fmt.Fprintf(stderr, "Traffic request rate: %s, maximum request concurrency: %s, %d prompts, seed %d\n",
+		f.requestRate, concurrencyText(f.maxConcurrency), len(prompts), f.resolveSeed())
+	cfg := bench.Config{Client: c, RequestRate: rate, MaxConcurrency: f.maxConcurrency, Seed: f.resolveSeed()}
 	if !f.disableTqdm {
 		cfg.Progress, cfg.ProgressTTY = stderr, isTerminal(stderr)
 	}
@@ -191,7 +212,8 @@ func (f *benchServeFlags) save(r bench.Report, rate float64, start time.Time, w 
 		backend = "openai-chat"
 	}
 	meta := bench.Meta{Date: start, Backend: backend, BaseURL: f.baseURL, Endpoint: f.endpoint, Model: f.model,
-		Dataset: f.dataset, NumPrompts: f.numPrompts, RequestRate: rate, Concurrency: f.maxConcurrency, IgnoreEOS: f.ignoreEOS}
+		Dataset: f.dataset, NumPrompts: f.numPrompts, Seed: f.resolveSeed(), RequestRate: rate,
+		Concurrency: f.maxConcurrency, IgnoreEOS: f.ignoreEOS}
 	name := f.resultFile
 	if name == "" {
 		name = fmt.Sprintf("%s-%sqps-concurrency%s-%s-%s.json", backend, f.requestRate, concurrencyText(f.maxConcurrency),

@@ -24,6 +24,9 @@ type throughputFlags struct {
 	seed         uint64
 	maxNumSeqs   int
 	maxBatched   int
+	longPrefill  int
+	partial      int
+	longPartial  int
 	blockSize    int
 	threads      int
 	kvMemory     int64
@@ -47,6 +50,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the random dataset")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 64, "sequences run at once (the concurrency)")
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
+	registerPrefillFlags(fs, &f.longPrefill, &f.partial, &f.longPartial)
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
 	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
@@ -69,6 +73,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	cfg.Threads, cfg.KVCacheMemory, cfg.MaxModelLen = f.threads, f.kvMemory, f.maxModelLen
 	cfg.EnablePrefixCaching = !f.noPrefixCach
 	cfg.ExactArithmetic = f.exact
+	cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, cfg.MaxLongPartialPrefills = f.longPrefill, f.partial, f.longPartial
 	e, err := engine.New(cfg)
 	if err != nil {
 		return err

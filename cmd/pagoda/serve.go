@@ -32,6 +32,8 @@ type serveFlags struct {
 	port, maxModelLen, maxNumSeqs     int
 	maxBatched, blockSize, threads    int
 	maxQueue, numBlocksOverride       int
+	longPrefill, partialPrefills      int
+	longPartialPrefills               int
 	kvMemory, swapSpace, maxBody      server.SizeFlag
 	prefixCaching, noPrefixCaching    bool
 	disableLogStats                   bool
@@ -55,6 +57,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "context length per sequence (0 = the model's)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", d.MaxNumSeqs, "sequences running at once")
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", d.MaxNumBatchedTokens, "tokens computed per step")
+	registerPrefillFlags(fs, &f.longPrefill, &f.partialPrefills, &f.longPartialPrefills)
 	fs.IntVar(&f.blockSize, "block-size", d.BlockSize, "tokens per KV cache block")
 	f.kvMemory = server.SizeFlag(d.KVCacheMemory)
 	fs.Var(&f.kvMemory, "kv-cache-memory", "KV cache size, e.g. 2GiB, 512MiB or bytes (0 = enough for max-num-seqs full sequences, within a quarter of free RAM)")
@@ -81,6 +84,19 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.bucketing.RegisterFlags(fs)
 	registerDBO(fs, &f.dbo)
 	f.vllm.register(fs)
+}
+
+// registerPrefillFlags registers vLLM's partial-prefill flags (serve and
+// bench throughput), with the engine's defaults.
+func registerPrefillFlags(fs *flag.FlagSet, threshold, partial, long *int) {
+	d := engine.DefaultConfig("")
+	fs.IntVar(threshold, "long-prefill-token-threshold", d.LongPrefillTokenThreshold,
+		"a prompt with more tokens left is long; no sequence computes more per step (0 = no threshold; "+
+			"with --max-num-partial-prefills > 1, 0 means 4% of --max-model-len)")
+	fs.IntVar(partial, "max-num-partial-prefills", d.MaxNumPartialPrefills,
+		"prompts computed at once, chunk by chunk, beside the decodes (0 = no limit)")
+	fs.IntVar(long, "max-long-partial-prefills", d.MaxLongPartialPrefills,
+		"long prompts among them; shorter prompts may start ahead of a long one waiting for its turn")
 }
 
 // secondsFlag is a duration written as Go ("30s", "2m") or in seconds ("30").
@@ -190,6 +206,8 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg := engine.DefaultConfig(f.model)
 	cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = f.maxModelLen, f.maxNumSeqs, f.maxBatched
+	cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills = f.longPrefill, f.partialPrefills
+	cfg.MaxLongPartialPrefills = f.longPartialPrefills
 	cfg.BlockSize, cfg.KVCacheMemory, cfg.SwapSpace = f.blockSize, int64(f.kvMemory), int64(f.swapSpace)
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching

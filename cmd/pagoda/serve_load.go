@@ -117,7 +117,9 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 	}
 	name := strings.Join(quoted, ", ")
 	return fmt.Sprintf("INFO pagoda %s serving %s (%s) on http://%s — KV cache: %d blocks × %d tokens = %d tokens "+
-		"(%.1f MiB %s%s), swap %d blocks; max-model-len %d, max-num-seqs %d, prefix caching %v",
+		"(%.1f MiB %s%s), swap %d blocks; max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, "+
+		"long-prefill-token-threshold %d, max-num-partial-prefills %d (%d long), prefix caching %v",
 		version, name, cfg.Model, addr, dev, cfg.BlockSize, dev*cfg.BlockSize, float64(dev*per)/(1<<20),
-		cfg.KVCacheType, tp, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.EnablePrefixCaching)
+		cfg.KVCacheType, tp, host, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens,
+		cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, max(cfg.MaxLongPartialPrefills, 1), cfg.EnablePrefixCaching)
 }

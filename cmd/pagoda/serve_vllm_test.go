@@ -65,6 +65,12 @@ func TestServeVLLMFlags(t *testing.T) {
 		{name: "dbo from env", env: map[string]string{"PAGODA_ENABLE_DBO": "true"}, check: func(r result) bool { return r.cfg.DBO.Enable }},
 		{name: "dbo threshold", args: []string{"--enable-dbo", "--dbo-decode-token-threshold", "0"},
 			wantErr: "--dbo-decode-token-threshold must be ≥ 1, got 0"},
+		{name: "partial prefills", args: []string{"--long_prefill_token_threshold", "300", "--max-num-partial-prefills=3",
+			"--max-long-partial-prefills", "2"}, check: func(r result) bool {
+			return r.cfg.LongPrefillTokenThreshold == 300 && r.cfg.MaxNumPartialPrefills == 3 && r.cfg.MaxLongPartialPrefills == 2
+		}},
+		{name: "partial prefills from env", env: map[string]string{"PAGODA_MAX_NUM_PARTIAL_PREFILLS": "4"},
+			check: func(r result) bool { return r.cfg.MaxNumPartialPrefills == 4 }},
 		{name: "seed", args: []string{"--seed", "42"}, check: func(r result) bool { return r.opts.Seed != nil && *r.opts.Seed == 42 }},
 		{name: "no seed", args: nil, check: func(r result) bool { return r.opts.Seed == nil }},
 		{name: "seed from env", env: map[string]string{"PAGODA_SEED": "-3"}, check: func(r result) bool { return *r.opts.Seed == -3 }},
