@@ -92,6 +92,10 @@ func completeTP(t *testing.T, url, prompt string, done <-chan error, out *bytes.
 		}
 		err = json.NewDecoder(resp.Body).Decode(&r)
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable { // listening, the model still loading
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		if err != nil || resp.StatusCode != 200 || len(r.Choices) != 1 {
 			t.Fatalf("completion: status %d, %v", resp.StatusCode, err)
 		}
