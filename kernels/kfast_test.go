@@ -8,7 +8,7 @@ import (
 	"pagoda/gguf"
 )
 
-// kTypes are the K-quants, with their fast generic dot products.
+// kFastDots are the K-quants with their fast generic dot products.
 var kFastDots = []struct {
 	typ gguf.Type
 	dot func([]byte, *actRow) float32

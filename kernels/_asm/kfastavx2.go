@@ -169,9 +169,9 @@ func mask(name string, v uint32) reg.VecVirtual {
 	return m
 }
 
-// bits returns (lo & 0x0F-style mlo) | (hi & mhi) for VEX (no ternary
-// logic): a quant's low bits with its high bits, both shifted into place.
-func bits(lo, mlo, hi reg.VecVirtual, mhi reg.VecVirtual) reg.VecVirtual {
+// bits returns (lo & mlo) | (hi & mhi), in lo (VEX has no ternary logic):
+// a quant's low bits with its high bits, both shifted into place.
+func bits(lo, mlo, hi, mhi reg.VecVirtual) reg.VecVirtual {
 	VPAND(mlo, lo, lo)
 	VPAND(mhi, hi, hi)
 	VPOR(hi, lo, lo)
