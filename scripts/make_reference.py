@@ -7,13 +7,14 @@ file this writes. It is used only to make reference data, never at run time.
 
     pip install llama-cpp-python==0.3.36 jinja2
     python3 scripts/make_reference.py MODEL.gguf OUT.json [--repack]
-        [--n-predict N] [--n-batch N] [--top K]
+        [--n-predict N] [--n-batch N] [--top K] [--threads N]
 
 --repack keeps llama.cpp's default extra buffer types (its repacked Q4_0
 arithmetic on x86 with AVX2); without it the plain CPU path is the
 reference. --n-predict is the number of greedy steps (default 48; fewer when
 the model ends with EOS), --top the number of [id, logprob] pairs kept per
-step (default 5). --n-batch (default 1) is llama.cpp's batch size: 1 sends
+step (default 5), --threads llama.cpp's threads (default 2; its results do
+not depend on them). --n-batch (default 1) is llama.cpp's batch size: 1 sends
 every token through its single-token decode path, the path pagoda's exact
 arithmetic reproduces bit for bit; 512 is llama.cpp's default, with which
 the prompt is computed in one batch (its own batched matmul), as
@@ -68,7 +69,7 @@ if not REPACK:
 N_PREDICT = _flag("--n-predict", 48)
 N_BATCH = _flag("--n-batch", 1)
 TOP = _flag("--top", 5)
-N_THREADS = 2
+N_THREADS = _flag("--threads", 2)
 
 PROMPTS = [
     ("text", "The capital of France is"),
