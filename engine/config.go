@@ -28,7 +28,8 @@ type Config struct {
 	Preemption          sched.PreemptionMode
 	Threads             int  // 0: all cores
 	FlashAttention      bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
-	NoRepack            bool // llama.cpp's plain arithmetic for Q4_0 weights (see model.LoadOptions)
+	ExactArithmetic     bool // llama.cpp's arithmetic, bit for bit (see model.LoadOptions)
+	NoRepack            bool // llama.cpp's plain arithmetic for Q4_0 weights too; implies ExactArithmetic
 	// EnforceEager runs every step without captured plans.
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.
@@ -42,7 +43,8 @@ type Config struct {
 
 // loadOptions are the model.LoadOptions of c.
 func (c Config) loadOptions() model.LoadOptions {
-	o := model.LoadOptions{Threads: c.Threads, FlashAttention: c.FlashAttention, NoRepack: c.NoRepack}
+	o := model.LoadOptions{Threads: c.Threads, FlashAttention: c.FlashAttention,
+		ExactArithmetic: c.ExactArithmetic, NoRepack: c.NoRepack}
 	if c.TensorParallel != nil {
 		o.TensorParallel = c.TensorParallel
 	}

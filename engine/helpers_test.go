@@ -19,6 +19,7 @@ func newTestEngine(t testing.TB, path string, mutate func(*Config)) *Engine {
 	cfg.MaxModelLen = 512
 	cfg.KVCacheType = model.KVF32
 	cfg.Threads = 2
+	cfg.ExactArithmetic = true // the references are llama.cpp's
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -15,7 +15,7 @@ import (
 // settings, and every chosen logprob within 1e-4.
 func TestSmolLM2Reference(t *testing.T) {
 	ref := readReference(t, testmodel.SmolReference(t))
-	e := newTestEngine(t, testmodel.Default(t), func(c *Config) { *c = DefaultConfig(c.Model); c.MaxModelLen = 512 })
+	e := newTestEngine(t, testmodel.Default(t), func(c *Config) { *c = DefaultConfig(c.Model); c.MaxModelLen, c.ExactArithmetic = 512, true })
 	var reqs []Request
 	for _, c := range ref.Cases {
 		p := GreedyParams(len(c.CompletionTokens))

@@ -66,6 +66,9 @@ func hasAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 type accelKernels struct {
 	dot  func(w []byte, a *actRow) float32
 	gemm *blockGEMM
+	// fast multiplies the type's weights marked for the fast arithmetic
+	// (fast.go); its fast field is the type's fastTraits record.
+	fast *blockGEMM
 }
 
 // accelTypes is the accelerated part of each weight type's record (see
@@ -74,41 +77,55 @@ type accelKernels struct {
 // generator families to these kernels.
 var accelTypes = map[gguf.Type]struct{ avx512, avx2 accelKernels }{
 	gguf.F32: {
-		avx512: accelKernels{isaAVX512.DotF32W, &blockGEMM{float: true, tiles: []gemmFunc{gemmF32_1, gemmF32_2, gemmF32_3, gemmF32_4, gemmF32_5, gemmF32_6}}},
+		avx512: accelKernels{dot: isaAVX512.DotF32W, gemm: &blockGEMM{float: true, tiles: []gemmFunc{gemmF32_1, gemmF32_2, gemmF32_3, gemmF32_4, gemmF32_5, gemmF32_6}}},
 		avx2:   accelKernels{dot: isaAVX2.DotF32W},
 	},
 	gguf.F16: {
-		avx512: accelKernels{isaAVX512.DotF16W, &blockGEMM{float: true, tiles: []gemmFunc{gemmF16_1, gemmF16_2, gemmF16_3, gemmF16_4, gemmF16_5, gemmF16_6}}},
+		avx512: accelKernels{dot: isaAVX512.DotF16W, gemm: &blockGEMM{float: true, tiles: []gemmFunc{gemmF16_1, gemmF16_2, gemmF16_3, gemmF16_4, gemmF16_5, gemmF16_6}}},
 		avx2:   accelKernels{dot: isaAVX2.DotF16W},
 	},
 	gguf.BF16: {
-		avx512: accelKernels{isaAVX512.DotBF16W, &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}},
+		avx512: accelKernels{dot: isaAVX512.DotBF16W, gemm: &blockGEMM{float: true, tiles: []gemmFunc{gemmBF16_1, gemmBF16_2, gemmBF16_3, gemmBF16_4, gemmBF16_5, gemmBF16_6}}},
 		avx2:   accelKernels{dot: isaAVX2.DotBF16W},
 	},
 	gguf.Q4_0: {
 		avx512: accelKernels{gemm: &blockGEMM{bias: 8,
 			tiles:  []gemmFunc{gemmQ4_0_1, gemmQ4_0_2, gemmQ4_0_3, gemmQ4_0_4, gemmQ4_0_5, gemmQ4_0_6, gemmQ4_0_7, gemmQ4_0_8},
-			packed: []gemmFunc{gemmQ4_0p_1, gemmQ4_0p_2, gemmQ4_0p_3, gemmQ4_0p_4, gemmQ4_0p_5, gemmQ4_0p_6, gemmQ4_0p_7, gemmQ4_0p_8}}},
+			packed: []gemmFunc{gemmQ4_0p_1, gemmQ4_0p_2, gemmQ4_0p_3, gemmQ4_0p_4, gemmQ4_0p_5, gemmQ4_0p_6, gemmQ4_0p_7, gemmQ4_0p_8}},
+			fast: &blockGEMM{fast: &fastQ4_0, tiles: []gemmFunc{gemmFQ4_0_1, gemmFQ4_0_2, gemmFQ4_0_3, gemmFQ4_0_4,
+				gemmFQ4_0_5, gemmFQ4_0_6, gemmFQ4_0_7, gemmFQ4_0_8}}},
 		avx2: accelKernels{gemm: &blockGEMM{bias: 8, tiles: []gemmFunc{gemmQ4_0_avx2_1, gemmQ4_0_avx2_2, gemmQ4_0_avx2_3,
-			gemmQ4_0_avx2_4, gemmQ4_0_avx2_5, gemmQ4_0_avx2_6, gemmQ4_0_avx2_7, gemmQ4_0_avx2_8}}},
+			gemmQ4_0_avx2_4, gemmQ4_0_avx2_5, gemmQ4_0_avx2_6, gemmQ4_0_avx2_7, gemmQ4_0_avx2_8}}, fast: gemmRAVX2},
 	},
 	gguf.Q4_1: {
 		avx512: accelKernels{gemm: &blockGEMM{
 			tiles:  []gemmFunc{gemmQ4_1_1, gemmQ4_1_2, gemmQ4_1_3, gemmQ4_1_4, gemmQ4_1_5, gemmQ4_1_6, gemmQ4_1_7},
-			packed: []gemmFunc{gemmQ4_1p_1, gemmQ4_1p_2, gemmQ4_1p_3, gemmQ4_1p_4, gemmQ4_1p_5, gemmQ4_1p_6, gemmQ4_1p_7}}},
+			packed: []gemmFunc{gemmQ4_1p_1, gemmQ4_1p_2, gemmQ4_1p_3, gemmQ4_1p_4, gemmQ4_1p_5, gemmQ4_1p_6, gemmQ4_1p_7}},
+			fast: &blockGEMM{fast: &fastQ4_1, tiles: []gemmFunc{gemmFQ4_1_1, gemmFQ4_1_2, gemmFQ4_1_3, gemmFQ4_1_4,
+				gemmFQ4_1_5, gemmFQ4_1_6, gemmFQ4_1_7, gemmFQ4_1_8}}},
 		avx2: accelKernels{gemm: &blockGEMM{sAhead: true, tiles: []gemmFunc{gemmQ4_1_avx2_1, gemmQ4_1_avx2_2, gemmQ4_1_avx2_3,
-			gemmQ4_1_avx2_4, gemmQ4_1_avx2_5, gemmQ4_1_avx2_6, gemmQ4_1_avx2_7, gemmQ4_1_avx2_8}}},
+			gemmQ4_1_avx2_4, gemmQ4_1_avx2_5, gemmQ4_1_avx2_6, gemmQ4_1_avx2_7, gemmQ4_1_avx2_8}},
+			fast: &blockGEMM{fast: &fastQ4_1, tiles: []gemmFunc{gemmFQ4_1_avx2_1, gemmFQ4_1_avx2_2, gemmFQ4_1_avx2_3, gemmFQ4_1_avx2_4, gemmFQ4_1_avx2_5, gemmFQ4_1_avx2_6}}},
 	},
 	gguf.Q5_0: {avx512: accelKernels{gemm: &blockGEMM{bias: 16, tiles: []gemmFunc{
-		gemmQ5_0_1, gemmQ5_0_2, gemmQ5_0_3, gemmQ5_0_4, gemmQ5_0_5, gemmQ5_0_6, gemmQ5_0_7, gemmQ5_0_8}}}},
+		gemmQ5_0_1, gemmQ5_0_2, gemmQ5_0_3, gemmQ5_0_4, gemmQ5_0_5, gemmQ5_0_6, gemmQ5_0_7, gemmQ5_0_8}},
+		fast: &blockGEMM{fast: &fastQ5_0, tiles: []gemmFunc{gemmFQ5_0_1, gemmFQ5_0_2, gemmFQ5_0_3, gemmFQ5_0_4,
+			gemmFQ5_0_5, gemmFQ5_0_6, gemmFQ5_0_7, gemmFQ5_0_8}}},
+		avx2: accelKernels{fast: &blockGEMM{fast: &fastQ5_0, tiles: []gemmFunc{gemmFQ5_0_avx2_1, gemmFQ5_0_avx2_2, gemmFQ5_0_avx2_3, gemmFQ5_0_avx2_4, gemmFQ5_0_avx2_5, gemmFQ5_0_avx2_6}}}},
 	gguf.Q5_1: {avx512: accelKernels{gemm: &blockGEMM{tiles: []gemmFunc{
-		gemmQ5_1_1, gemmQ5_1_2, gemmQ5_1_3, gemmQ5_1_4, gemmQ5_1_5, gemmQ5_1_6, gemmQ5_1_7}}}},
+		gemmQ5_1_1, gemmQ5_1_2, gemmQ5_1_3, gemmQ5_1_4, gemmQ5_1_5, gemmQ5_1_6, gemmQ5_1_7}},
+		fast: &blockGEMM{fast: &fastQ5_1, tiles: []gemmFunc{gemmFQ5_1_1, gemmFQ5_1_2, gemmFQ5_1_3, gemmFQ5_1_4,
+			gemmFQ5_1_5, gemmFQ5_1_6, gemmFQ5_1_7, gemmFQ5_1_8}}},
+		avx2: accelKernels{fast: &blockGEMM{fast: &fastQ5_1, tiles: []gemmFunc{gemmFQ5_1_avx2_1, gemmFQ5_1_avx2_2, gemmFQ5_1_avx2_3, gemmFQ5_1_avx2_4, gemmFQ5_1_avx2_5, gemmFQ5_1_avx2_6}}}},
 	gguf.Q8_0: {
 		avx512: accelKernels{gemm: &blockGEMM{bias: 128,
 			tiles:  []gemmFunc{gemmQ8_0_1, gemmQ8_0_2, gemmQ8_0_3, gemmQ8_0_4, gemmQ8_0_5, gemmQ8_0_6, gemmQ8_0_7, gemmQ8_0_8},
-			packed: []gemmFunc{gemmQ8_0p_1, gemmQ8_0p_2, gemmQ8_0p_3, gemmQ8_0p_4, gemmQ8_0p_5, gemmQ8_0p_6, gemmQ8_0p_7, gemmQ8_0p_8}}},
+			packed: []gemmFunc{gemmQ8_0p_1, gemmQ8_0p_2, gemmQ8_0p_3, gemmQ8_0p_4, gemmQ8_0p_5, gemmQ8_0p_6, gemmQ8_0p_7, gemmQ8_0p_8}},
+			fast: &blockGEMM{fast: &fastQ8_0, tiles: []gemmFunc{gemmFQ8_0_1, gemmFQ8_0_2, gemmFQ8_0_3, gemmFQ8_0_4,
+				gemmFQ8_0_5, gemmFQ8_0_6, gemmFQ8_0_7, gemmFQ8_0_8}}},
 		avx2: accelKernels{gemm: &blockGEMM{tiles: []gemmFunc{gemmQ8_0_avx2_1, gemmQ8_0_avx2_2, gemmQ8_0_avx2_3,
-			gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}}},
+			gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}},
+			fast: &blockGEMM{fast: &fastQ8_0, tiles: []gemmFunc{gemmFQ8_0_avx2_1, gemmFQ8_0_avx2_2, gemmFQ8_0_avx2_3, gemmFQ8_0_avx2_4, gemmFQ8_0_avx2_5, gemmFQ8_0_avx2_6}}},
 	},
 	gguf.Q2_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}}}},
 	gguf.Q3_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ3_K_1, gemmQ3_K_2, gemmQ3_K_3, gemmQ3_K_4, gemmQ3_K_5, gemmQ3_K_6}}}},
@@ -125,6 +142,7 @@ func (k *impl) withTypes(of func(t gguf.Type) accelKernels) {
 			k.dot[t] = a.dot
 		}
 		k.gemm[t] = a.gemm
+		k.fast[t] = a.fast
 	}
 }
 
@@ -134,7 +152,6 @@ func avx2() *impl {
 	k := *generic
 	k.name = "avx2"
 	k.withTypes(func(t gguf.Type) accelKernels { return accelTypes[t].avx2 })
-	k.gemmR = gemmRAVX2
 	// float vector kernels (vecavx2_amd64.go)
 	v := isaAVX2
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
@@ -156,7 +173,6 @@ func avx512() *impl {
 	k := *generic
 	k.name = "avx512"
 	k.withTypes(func(t gguf.Type) accelKernels { return accelTypes[t].avx512 })
-	k.gemmR = gemmRAVX2
 	v := isaAVX512
 	k.dotF32, k.dotF16, k.dotBF16 = v.DotF32, v.DotF16, v.DotBF16
 	k.axpyF32, k.axpyF16, k.axpyB16 = axpyF32AVX, axpyF16AVX, axpyBF16AVX
@@ -174,4 +190,4 @@ func avx512() *impl {
 
 // gemmRAVX2 multiplies repacked Q4_0 weights, up to 6 tokens a pass (AVX2 kernels: the same on
 // AVX-512 machines, whose extra width the 8-row groups would not fill).
-var gemmRAVX2 = &blockGEMM{rq: true, tiles: []gemmFunc{gemmRQ4_0_1, gemmRQ4_0_2, gemmRQ4_0_3, gemmRQ4_0_4, gemmRQ4_0_5, gemmRQ4_0_6}}
+var gemmRAVX2 = &blockGEMM{fast: &fastQ4_0, tiles: []gemmFunc{gemmRQ4_0_1, gemmRQ4_0_2, gemmRQ4_0_3, gemmRQ4_0_4, gemmRQ4_0_5, gemmRQ4_0_6}}

@@ -20,8 +20,9 @@ type impl struct {
 	// gemm[t], when set, replaces dot[t] in MatMul: a tiled kernel over
 	// several weight and activation rows (accelerated implementations).
 	gemm [numTypes]*blockGEMM
-	// gemmR, when set, multiplies repacked Q4_0 weights (see repack.go).
-	gemmR *blockGEMM
+	// fast[t], when set, multiplies type-t weights marked for the fast
+	// arithmetic (fast.go), reading their interleaved copy.
+	fast [numTypes]*blockGEMM
 	// records writes one quantized row's gemm32 records (see gemm.go).
 	records func(rec []byte, row *actRow, bias int32)
 

@@ -12,30 +12,47 @@
 // variable PAGODA_NOASM=1, forces the generic reference. Tests run every case
 // against every available implementation.
 //
-// # Numerics: the bit-exact contract with llama.cpp
+// # Numerics: the fast arithmetic and the bit-exact contract with llama.cpp
 //
-// The generic kernels compute exactly what ggml's CPU backend computes in
-// llama.cpp's single-token decode path on an AVX-512 x86 build (llama-cpp-
-// python 0.3.36, GCC 12, glibc 2.36), operation by operation, so greedy
-// outputs and log-probabilities are identical to llama.cpp's; accelerated
-// implementations must reproduce the generic results bit for bit. Each
-// kernel's doc comment states its part of the contract ("bit-exact
-// contract: …"); golden_test.go checks them against vectors produced by
-// ggml's own functions and glibc (testdata/ggml/make_golden.py), and the
-// model tests check whole generations against llama.cpp.
+// Quantized weights have two arithmetics. Both quantize each activation
+// row once per block into the weight type's vec_dot format (Q8_0 for Q4_0,
+// Q5_0 and Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for the K-quants) and sum
+// every block's products exactly in integers; they differ in how the
+// blocks' sums meet the scales.
 //
-//   - Quantized matmul: each activation row is quantized once per block
-//     into the weight type's vec_dot format (Q8_0 for Q4_0, Q5_0 and Q8_0;
-//     Q8_1 for Q4_1 and Q5_1; Q8_K for the K-quants), then every block adds
-//     its exact integer dot product times its scales to eight float32 lanes
-//     (ggml's AVX2 layout: lane k takes elements 4k..4k+3 of each 32
-//     elements; K-quants add once per 256-element super-block), reduced by
+// The fast arithmetic (fast.go; Fast; the default of model loading) is,
+// per (row, token) and block in block order, acc = fma(float(isum),
+// dw·da, acc), plus acc = fma(m, d_a·Σq_a, acc) for the types with a
+// minimum: one conversion and one or two FMAs per block, so that a SIMD
+// lane can be a weight row of an interleaved row group. For Q4_0 it is
+// llama.cpp's repacked arithmetic (ggml_gemv/gemm_q4_0_8x8_q8_0) bit for
+// bit. It differs from the exact one by float rounding only; `pagoda bench
+// kld` measures what that does to a model's outputs.
+//
+// The exact arithmetic (model.LoadOptions.ExactArithmetic) computes
+// exactly what ggml's CPU backend computes in llama.cpp's single-token
+// decode path on an AVX-512 x86 build (llama-cpp-python 0.3.36, GCC 12,
+// glibc 2.36), operation by operation, so greedy outputs and
+// log-probabilities are identical to llama.cpp's. Each kernel's doc
+// comment states its part of the contract ("bit-exact contract: …");
+// golden_test.go checks them against vectors produced by ggml's own
+// functions and glibc (testdata/ggml/make_golden.py), and the model tests
+// check whole generations against llama.cpp. The float kernels below
+// (norms, RoPE, softmax, attention) follow this contract in both modes.
+//
+// Whichever arithmetic, accelerated implementations reproduce the generic
+// results bit for bit.
+//
+//   - Exact quantized matmul: every block adds its exact integer dot
+//     product times its scales to eight float32 lanes (ggml's AVX2 layout:
+//     lane k takes elements 4k..4k+3 of each 32 elements; K-quants add once
+//     per 256-element super-block), reduced by
 //     hsum8 = ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)); minimum terms as each
 //     type's ggml kernel (dot_generic.go, kquant_generic.go).
 //   - Repacked Q4_0 (Repack; llama.cpp's default on x86 with AVX2, where it
-//     repacks Q4_0 matrices of a multiple of 8 rows): per (row, token),
-//     block by block, dst = fma(float(exact block dot), dw·da, dst), as
-//     ggml_gemv/gemm_q4_0_8x8_q8_0 (repack.go).
+//     repacks Q4_0 matrices of a multiple of 8 rows): Q4_0's fast
+//     arithmetic, so the exact mode keeps it where llama.cpp does
+//     (repack.go); `--no-repack` keeps the plain vec_dot arithmetic.
 //   - F32/F16 rows (F16 and F32 weights, attention scores and values):
 //     ggml_vec_dot_f32/f16 with AVX-512, 64 lanes (lane i mod 64) reduced by
 //     reduce64; BF16: VDPBF16PS's pairwise layout (dotBF16Generic).
@@ -73,7 +90,9 @@
 //	gemm5       AVX-512 VNNI    MatMul on Q5_0, Q5_1
 //	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
 //	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
-//	gemmr       AVX2            MatMul on repacked Q4_0 (Repack), in both implementations
+//	gemmr       AVX2            MatMul on repacked Q4_0 (Repack; fast Q4_0 under avx2)
+//	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+//	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
 //	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
 //	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 records
 //	quantavx2   AVX2            the same

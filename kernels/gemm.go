@@ -37,22 +37,22 @@ type gemmFunc func(w *byte, rowBytes, rows int, act *byte, actStride, nb int, ds
 
 // blockGEMM is an accelerated MatMul for one block type.
 type blockGEMM struct {
-	tiles  []gemmFunc // by number of activation rows − 1, up to the widest tile
-	packed []gemmFunc // the same on packed weights (Weight.packed), or nil
-	bias   int32      // 32-element types: unsigned re-biasing of the quants (0: none)
-	kq     bool       // K-quant: Q8_K activations in gemmKRec records
-	float  bool       // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
-	rq     bool       // repacked Q4_0: gemmRRec records, weights in groups of repackRows
-	sAhead bool       // types with mins: records carry the s of the next 8 rows (actRows.sAhead)
+	tiles  []gemmFunc  // by number of activation rows − 1, up to the widest tile
+	packed []gemmFunc  // the same on packed weights (Weight.packed), or nil
+	bias   int32       // 32-element types: unsigned re-biasing of the quants (0: none)
+	kq     bool        // K-quant: Q8_K activations in gemmKRec records
+	float  bool        // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
+	fast   *fastTraits // fast arithmetic: fast.rec records, weights in groups of fast.rows
+	sAhead bool        // types with mins: records carry the s of the next 8 rows (actRows.sAhead)
 }
 
 // gemmFor returns the accelerated kernel k multiplies w with, or nil.
 func (k *impl) gemmFor(w Weight) *blockGEMM {
-	if w.repack {
+	if w.fast != nil {
 		if w.repacked == nil {
 			return nil
 		}
-		return k.gemmR
+		return k.fast[w.Type]
 	}
 	return k.gemm[w.Type]
 }
@@ -60,8 +60,8 @@ func (k *impl) gemmFor(w Weight) *blockGEMM {
 // dotFor returns the row-by-row product k multiplies w with where no
 // accelerated kernel does.
 func (k *impl) dotFor(w Weight) func([]byte, *actRow) float32 {
-	if w.repack {
-		return dotQ4_0RGeneric
+	if w.fast != nil {
+		return w.fast.dot
 	}
 	return k.dot[w.Type]
 }
@@ -74,8 +74,8 @@ func (g *blockGEMM) recordSize() (block, size int) {
 	if g.kq {
 		return 256, gemmKRec
 	}
-	if g.rq {
-		return 32, gemmRRec
+	if g.fast != nil {
+		return g.fast.block, g.fast.rec.size
 	}
 	return 32, gemm32Rec
 }
@@ -168,10 +168,10 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	rows, nb := j.w.Rows, j.w.Cols/block
 	stride := nb * size
 	tiles, w, wb := j.gemm.tiles, &j.w.Data[r0*j.rowBytes], j.rowBytes
-	if j.gemm.rq {
-		// Groups of repackRows (planMatmul makes r0 a multiple).
-		wb = nb * repackBlock
-		w = &j.w.repacked[r0/repackRows*wb]
+	if f := j.gemm.fast; f != nil {
+		// Groups of f.rows (planMatmul makes r0 a multiple).
+		wb = nb * f.groupBlock
+		w = &j.w.repacked[r0/f.rows*wb]
 	} else if j.w.packed != nil && j.gemm.packed != nil && r0%4 == 0 {
 		// Groups of four rows (newMatmulJob makes r0 a multiple of four).
 		wb = 4 * j.rowBytes

@@ -18,4 +18,6 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel quantavx2 -pkg kernels -out ../quantavx2_amd64.s -stubs ../quantavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel rope -pkg kernels -out ../rope_amd64.s -stubs ../rope_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel gemmr -pkg kernels -out ../gemmr_amd64.s -stubs ../gemmr_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemmq -pkg kernels -out ../gemmq_amd64.s -stubs ../gemmq_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel gemmqavx2 -pkg kernels -out ../gemmqavx2_amd64.s -stubs ../gemmqavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel attnavx2 -pkg kernels -out ../attnavx2_amd64.s -stubs ../attnavx2_stubs_amd64.go"

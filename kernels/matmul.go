@@ -63,10 +63,10 @@ func newMatmulJob(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst 
 // planMatmul lays out act for x and returns the job computing dst once
 // x is converted (convert), split into about 16 tasks per thread: blocks
 // of output rows (whole groups of four for the 32-element tiled kernels,
-// of repackRows for the repacked ones)
+// of the fast groups for the fast ones)
 // and, for the tiled kernels, of activation rows (see actBlock).
 func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []float32, w Weight, x []float32, n, threads int) matmulJob {
-	act.layout(actKindOf(w.Type), n, w.Cols)
+	act.layout(w.actKind(), n, w.Cols)
 	g := k.gemmFor(w)
 	apt, blocks := 0, 16*threads // activation rows per task, row blocks
 	if g != nil {
@@ -80,8 +80,8 @@ func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []
 		block, size := g.recordSize()
 		act.rec = grow(act.rec, n*(w.Cols/block*size))
 		switch {
-		case g.rq:
-			rpt = (rpt + repackRows - 1) / repackRows * repackRows
+		case g.fast != nil:
+			rpt = (rpt + g.fast.rows - 1) / g.fast.rows * g.fast.rows
 		case !g.kq:
 			rpt = (rpt + 3) &^ 3
 		}
@@ -98,8 +98,8 @@ func (j *matmulJob) convert(t0, t1 int) {
 	case g == nil || g.float: // the kernels read act.f
 	case g.kq:
 		j.act.recordsKRows(t0, t1)
-	case g.rq:
-		j.act.recordsRRows(t0, t1)
+	case g.fast != nil:
+		j.act.fastRecordRows(g.fast.rec, g.fast.block, t0, t1)
 	default:
 		j.act.records32Rows(j.k, g.bias, t0, t1)
 	}

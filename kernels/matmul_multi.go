@@ -121,12 +121,15 @@ func (m *multiJob) run(worker, task int) {
 // converted activations: the same activation kind, and the same records
 // for the accelerated kernels (or none for either).
 func samePrep(k *impl, a, b Weight) bool {
-	if actKindOf(a.Type) != actKindOf(b.Type) {
+	if a.actKind() != b.actKind() {
 		return false
 	}
 	ga, gb := k.gemmFor(a), k.gemmFor(b)
 	if ga == nil || gb == nil {
 		return ga == nil && gb == nil
 	}
-	return ga == gb || ga.kq == gb.kq && ga.rq == gb.rq && ga.sAhead == gb.sAhead && ga.bias == gb.bias
+	if ga.fast != nil || gb.fast != nil {
+		return ga.fast != nil && gb.fast != nil && ga.fast.rec == gb.fast.rec && ga.fast.block == gb.fast.block
+	}
+	return ga == gb || ga.kq == gb.kq && ga.sAhead == gb.sAhead && ga.bias == gb.bias
 }

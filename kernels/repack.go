@@ -1,11 +1,6 @@
 package kernels
 
-import (
-	"encoding/binary"
-	"math"
-
-	"pagoda/gguf"
-)
+import "pagoda/gguf"
 
 // Repacked Q4_0: llama.cpp's CPU_REPACK arithmetic.
 //
@@ -17,12 +12,10 @@ import (
 //	dst = fma(float(Σ_block (q−8)·y), f16(dw)·f16(da), dst)   block by block
 //
 // (ggml_gemv_q4_0_8x8_q8_0 and ggml_gemm_q4_0_8x8_q8_0, with AVX2 or
-// AVX-512). That costs one conversion and one FMA per 32 products of a
-// (row, token) instead of eight of each, and the kernels reach far closer
-// to the int8 peak. A repacked Weight (Repack) is multiplied with exactly
-// this arithmetic by every implementation, so MatMul matches llama.cpp's
-// default configuration on such weights; the plain arithmetic (and so
-// llama.cpp's --no-repack) is kept for weights that are not repacked.
+// AVX-512). That is Q4_0's fast arithmetic (fast.go), so a repacked Weight
+// (Repack) is a Q4_0 weight marked Fast: MatMul matches llama.cpp's default
+// configuration on it, and the plain arithmetic (and so llama.cpp's
+// --no-repack) is kept for weights that are not repacked.
 //
 // The accelerated kernels (_asm/gemmr.go) read the rows in groups of
 // repackRows, block by block: per group-block the 8 f16 scales, then four
@@ -34,44 +27,34 @@ const (
 )
 
 // Repack returns w marked for llama.cpp's repacked arithmetic when
-// llama.cpp would repack it (Q4_0 with a multiple of 8 rows), with the
-// interleaved copy the accelerated kernels read (as much memory as Data)
-// when the implementation in use has them; otherwise w unchanged. Call it
-// once, at load time, instead of Pack.
+// llama.cpp would repack it (Q4_0 with a multiple of 8 rows; see Fast),
+// otherwise w unchanged. Call it once, at load time, instead of Pack.
 func Repack(w Weight) Weight {
-	return repack(def, w)
-}
-
-func repack(k *impl, w Weight) Weight {
-	if w.Type != gguf.Q4_0 || w.Rows%8 != 0 || w.Validate() != nil {
+	if w.Type != gguf.Q4_0 {
 		return w
 	}
-	w.repack, w.packed = true, nil
-	if k.gemmR != nil {
-		w.repacked = interleave8(w)
-	}
-	return w
+	return fast(def, w)
 }
 
-// Repacked reports whether w is multiplied with the repacked arithmetic.
-func (w Weight) Repacked() bool { return w.repack }
+// fastQ4_0 is Q4_0's fast record: llama.cpp's block_q4_0x8 arithmetic.
+var fastQ4_0 = fastTraits{act: actQ8_0, block: 32, rows: repackRows, groupBlock: repackBlock,
+	interleave: interleaveQ4(2), dot: dotQ4_0RGeneric, rec: recordsBias8}
 
-// interleave8 lays out w's rows (a multiple of repackRows) in groups of
-// repackRows (see the constants above).
-func interleave8(w Weight) []byte {
-	nb, rb := w.Cols/32, w.RowBytes()
-	return packGroups(w.Rows/repackRows, nb*repackBlock, func(out []byte, g int) {
-		for i := range repackRows {
-			row := w.Data[(repackRows*g+i)*rb:][:rb]
-			for b := range nb {
-				src, dst := row[b*18:(b+1)*18], out[b*repackBlock:][:repackBlock]
-				copy(dst[2*i:], src[:2])
-				for c := range 4 {
-					copy(dst[2*repackRows+4*repackRows*c+4*i:][:4], src[2+4*c:][:4])
-				}
+// interleaveQ4 returns the group-block writer of a 4-bit type whose blocks
+// start with hdr bytes of f16 fields: each field of the 8 rows, then
+// four 32-byte chunks, chunk c holding bytes 4c..4c+3 of each row's quants
+// (low nibbles elements 4c..4c+3, high nibbles 16+4c..16+4c+3).
+func interleaveQ4(hdr int) func(dst []byte, src [][]byte) {
+	return func(dst []byte, src [][]byte) {
+		for i, blk := range src {
+			for f := 0; f < hdr; f += 2 {
+				copy(dst[8*f+2*i:][:2], blk[f:f+2])
+			}
+			for c := range 4 {
+				copy(dst[8*hdr+32*c+4*i:][:4], blk[hdr+4*c:][:4])
 			}
 		}
-	})
+	}
 }
 
 // dotQ4_0RGeneric is one (row, token) of the repacked arithmetic.
@@ -87,27 +70,4 @@ func dotQ4_0RGeneric(w []byte, a *actRow) float32 {
 		acc = fma32(float32(sum), f16Table[le16(blk[0:])]*a.d[b], acc)
 	}
 	return acc
-}
-
-// recordsR writes the repacked kernels' records of one Q8_0 row into rec.
-func recordsR(rec []byte, row *actRow) {
-	for b := range len(row.d) {
-		r := rec[b*gemmRRec : (b+1)*gemmRRec]
-		var sum int32
-		for i, v := range row.qs[b*32 : (b+1)*32] {
-			r[i] = byte(v)
-			sum += int32(v)
-		}
-		binary.LittleEndian.PutUint32(r[32:], uint32(-8*sum))
-		binary.LittleEndian.PutUint32(r[36:], math.Float32bits(row.d[b]))
-	}
-}
-
-// recordsRRows writes the repacked kernels' records of rows [t0, t1) into
-// a.rec, already sized. Disjoint ranges may run concurrently.
-func (a *actRows) recordsRRows(t0, t1 int) {
-	stride := a.cols / 32 * gemmRRec
-	for t := t0; t < t1; t++ {
-		recordsR(a.rec[t*stride:(t+1)*stride], &a.rows[t])
-	}
 }

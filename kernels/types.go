@@ -9,9 +9,10 @@ import "pagoda/gguf"
 // t.BlockSize and t.TypeSize, and DequantizeRow is gguf's dequantizer.
 //
 // Every per-type table of this package is built from weightTypes:
-// Supported, actKindOf, the generic implementation's dot table (dispatch.go)
-// and Pack's layouts (weight.go). Accelerated implementations add their
-// kernels per type in accelTypes (accel_amd64.go). Adding a weight type is
+// Supported, actKindOf, the generic implementation's dot table (dispatch.go),
+// Pack's layouts (weight.go) and the fast arithmetic (fast.go).
+// Accelerated implementations add their kernels per type in accelTypes
+// (accel_amd64.go). Adding a weight type is
 // its gguf record, its record here with a generic dot product, and
 // optionally a row of accelTypes; the generator families that emit
 // accelerated kernels are listed in doc.go.
@@ -27,6 +28,9 @@ type typeTraits struct {
 	// four-row interleaved layout (packRows32); 0 when Pack leaves rows of
 	// this type as they are.
 	packHeader int
+	// fast is the type's fast arithmetic (fast.go), nil when it has none:
+	// its weights then always take the exact arithmetic.
+	fast *fastTraits
 }
 
 // weightTypes holds the record of every weight type MatMul and
@@ -36,11 +40,11 @@ var weightTypes = [numTypes]typeTraits{
 	gguf.F32:  {act: actF32, dot: dotF32WGeneric},
 	gguf.F16:  {act: actF16, dot: dotF16WGeneric},
 	gguf.BF16: {act: actBF16, dot: dotBF16WGeneric},
-	gguf.Q4_0: {act: actQ8_0, dot: dotQ4_0Generic, packHeader: 2}, // d
-	gguf.Q4_1: {act: actQ8_1, dot: dotQ4_1Generic, packHeader: 4}, // d, m
-	gguf.Q5_0: {act: actQ8_0, dot: dotQ5_0Generic},
-	gguf.Q5_1: {act: actQ8_1, dot: dotQ5_1Generic},
-	gguf.Q8_0: {act: actQ8_0, dot: dotQ8_0Generic, packHeader: 2}, // d
+	gguf.Q4_0: {act: actQ8_0, dot: dotQ4_0Generic, packHeader: 2, fast: &fastQ4_0}, // d
+	gguf.Q4_1: {act: actQ8_1, dot: dotQ4_1Generic, packHeader: 4, fast: &fastQ4_1}, // d, m
+	gguf.Q5_0: {act: actQ8_0, dot: dotQ5_0Generic, fast: &fastQ5_0},
+	gguf.Q5_1: {act: actQ8_1, dot: dotQ5_1Generic, fast: &fastQ5_1},
+	gguf.Q8_0: {act: actQ8_0, dot: dotQ8_0Generic, packHeader: 2, fast: &fastQ8_0}, // d
 	gguf.Q2_K: {act: actQ8K, dot: dotQ2KGeneric},
 	gguf.Q3_K: {act: actQ8K, dot: dotQ3KGeneric},
 	gguf.Q4_K: {act: actQ8K, dot: dotQ4KGeneric},

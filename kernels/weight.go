@@ -24,10 +24,10 @@ type Weight struct {
 	// holds the same values, so results never depend on it.
 	packed []byte
 
-	// repack selects llama.cpp's repacked arithmetic (see Repack);
-	// repacked is the interleaved copy the accelerated kernels read, nil
-	// when the implementation has none (the generic dot reads Data).
-	repack   bool
+	// fast selects the type's fast arithmetic (see Fast; Repack);
+	// repacked is its interleaved copy the accelerated kernels read, nil
+	// when the implementation has none (the reference dot reads Data).
+	fast     *fastTraits
 	repacked []byte
 }
 

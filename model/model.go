@@ -105,10 +105,19 @@ type LoadOptions struct {
 	// as llama-cpp-python runs it). Both are exact reproductions; they
 	// round differently.
 	FlashAttention bool
+	// ExactArithmetic multiplies the weights with llama.cpp's arithmetic
+	// of its default configuration, bit for bit: Q4_0 matrices that
+	// llama.cpp repacks with its repacked arithmetic (kernels.Repack, as
+	// llama.cpp does on x86 machines with AVX2), every other weight with
+	// ggml's plain vec_dot arithmetic. The tests that compare with
+	// llama.cpp's outputs use it. By default every quantized weight type
+	// that has one takes the fast arithmetic (kernels.Fast: one exact
+	// integer dot and one multiply-add per block and (row, token)), which
+	// differs from llama.cpp's plain arithmetic only by float rounding.
+	ExactArithmetic bool
 	// NoRepack keeps every matmul weight in llama.cpp's plain vec_dot
-	// arithmetic (llama.cpp's --no-repack). By default Q4_0 matrices that
-	// llama.cpp repacks are multiplied with its repacked arithmetic, as
-	// llama.cpp does on x86 machines with AVX2 (kernels.Repack).
+	// arithmetic (llama.cpp's --no-repack), Q4_0 included; it implies
+	// ExactArithmetic.
 	NoRepack bool
 	// TensorParallel, when set with Size() > 1, loads rank Rank()'s shard
 	// of the model (Megatron's split; see the architecture's loader) and

@@ -14,6 +14,7 @@ func benchCommands() []command {
 		{"plans", "captured step plans vs eager: warm-up time and memory per bucketing strategy, per-step overhead, GC cycles, padding", runBenchPlans},
 		{"soak", "robustness soak: every request shape with client hang-ups and malformed bodies; fails on lost requests, 5xx, gauges not back to 0", runBenchSoak},
 		{"latency", "llama-bench-like prefill/decode tokens/s and batched decode, as fractions of the ceilings", runBenchLatency},
+		{"kld", "fidelity of the fast arithmetic: KL divergence and top-1 agreement of its logits with the exact (llama.cpp) arithmetic's over a text", runBenchKLD},
 		{"structured", "JSON-schema-constrained vs free decoding: output tokens/s and grammar mask times", runBenchStructured},
 	}
 }

@@ -29,6 +29,7 @@ type latencyFlags struct {
 	cpuProfile string
 	seed       uint64
 	noRepack   bool
+	exact      bool
 }
 
 // latencyResult is one row of the report.
@@ -105,7 +106,8 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	var f latencyFlags
 	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
-	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&f.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of each test")
 	fs.IntVar(&f.pp, "pp", 512, "prompt tokens of the prefill test")
 	fs.IntVar(&f.tg, "tg", 128, "generated tokens of the decode test")
@@ -167,7 +169,7 @@ func readCost(path string) (modelCost, error) {
 
 // latencyRuns loads the model on threads threads and runs every test.
 func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
-	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads, NoRepack: f.noRepack})
+	m, _, err := model.Load(f.model, model.LoadOptions{Threads: threads, ExactArithmetic: f.exact, NoRepack: f.noRepack})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ type throughputFlags struct {
 	maxModelLen  int
 	outputJSON   string
 	noPrefixCach bool
+	exact        bool
 }
 
 // runBenchThroughput implements `pagoda bench throughput`, like `vllm bench
@@ -52,6 +53,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
 	fs.StringVar(&f.outputJSON, "output-json", "", "also write the results to this JSON file")
 	fs.BoolVar(&f.noPrefixCach, "no-enable-prefix-caching", false, "turn prefix caching off")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -66,6 +68,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.BlockSize = f.maxNumSeqs, f.maxBatched, f.blockSize
 	cfg.Threads, cfg.KVCacheMemory, cfg.MaxModelLen = f.threads, f.kvMemory, f.maxModelLen
 	cfg.EnablePrefixCaching = !f.noPrefixCach
+	cfg.ExactArithmetic = f.exact
 	e, err := engine.New(cfg)
 	if err != nil {
 		return err

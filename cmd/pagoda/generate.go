@@ -35,6 +35,7 @@ type generateFlags struct {
 	seed        int64
 	threads     int
 	noRepack    bool
+	exact       bool
 	maxModelLen int
 	kvType      string
 	tpSize      int
@@ -57,7 +58,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&g.repPenalty, "repetition-penalty", 1, "repetition penalty (1 = off)")
 	fs.Int64Var(&g.seed, "seed", -1, "random seed (-1 = random)")
 	fs.IntVar(&g.threads, "threads", 0, "kernel threads (0 = all cores)")
-	fs.BoolVar(&g.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic (llama.cpp's --no-repack)")
+	fs.BoolVar(&g.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&g.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
 	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
@@ -87,7 +89,7 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	}
 	cfg := engine.DefaultConfig(g.model)
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
-	cfg.NoRepack = g.noRepack
+	cfg.ExactArithmetic, cfg.NoRepack = g.exact, g.noRepack
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
 	comm, err := tensorParallel(g.tpSize)
 	if err != nil {

@@ -38,7 +38,7 @@ type serveFlags struct {
 	shutdownTimeout                   secondsFlag
 	kvDtype, preemption, chatTemplate string
 	enforceEager                      bool
-	noRepack                          bool
+	noRepack, exact                   bool
 	bucketing                         bucket.Options
 	vllm                              vllmServeFlags
 	notes                             []string // the no-op vLLM flags given, logged at startup
@@ -74,7 +74,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
-	fs.BoolVar(&f.noRepack, "no-repack", false, "keep Q4_0 weights in llama.cpp's plain arithmetic instead of its repacked one (llama.cpp's --no-repack)")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&f.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	f.bucketing = d.Bucketing
 	f.bucketing.RegisterFlags(fs)
 	f.vllm.register(fs)
@@ -191,6 +192,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
 	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack = f.enforceEager, f.bucketing, f.noRepack
+	cfg.ExactArithmetic = f.exact
 	dtype := f.kvDtype
 	if dtype == "auto" {
 		dtype = "f16"

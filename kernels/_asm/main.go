@@ -40,6 +40,8 @@ var families = map[string]func(){
 	"quantavx2":  genQuantAVX2,
 	"rope":       genRope,
 	"gemmr":      genGemmR,
+	"gemmq":      genGemmQ,
+	"gemmqavx2":  genGemmQAVX2,
 	"attnavx2":   genAttnAVX2,
 }
 

@@ -16,7 +16,8 @@ import (
 func init() {
 	for arch := range archs {
 		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
-			opt := Options{Threads: o.Threads, NoRepack: o.NoRepack, TensorParallel: o.TensorParallel}
+			opt := Options{Threads: o.Threads, ExactArithmetic: o.ExactArithmetic, NoRepack: o.NoRepack,
+				TensorParallel: o.TensorParallel}
 			if o.FlashAttention {
 				opt.Attention = kernels.AttnFlash
 			}
@@ -35,8 +36,11 @@ type Options struct {
 	// kernels.AttnFlash (llama-server's default; the stories260K
 	// references).
 	Attention kernels.AttnMode
+	// ExactArithmetic multiplies the matrices with llama.cpp's arithmetic
+	// (see model.LoadOptions and packWeights) instead of the fast one.
+	ExactArithmetic bool
 	// NoRepack keeps Q4_0 matrices in llama.cpp's plain arithmetic
-	// instead of its repacked one (see packWeights).
+	// instead of its repacked one; it implies ExactArithmetic.
 	NoRepack bool
 	// TensorParallel loads one rank's shard (see shard); nil or one rank
 	// is the whole model.
@@ -115,7 +119,7 @@ func New(f *gguf.File, opt Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	m.packWeights(!opt.NoRepack, untied)
+	m.packWeights(arithmeticOf(opt), untied)
 	if m.rope, err = kernels.NewRope(ropeConfig(cfg.Rope, freqs)); err != nil {
 		return nil, fmt.Errorf("llama: %w", err)
 	}
@@ -136,22 +140,51 @@ func (t *tensors) fail(name, format string, args ...any) {
 	}
 }
 
-// packWeights gives the matrices the accelerated matmul kernels' packed
-// layout (kernels.Pack: a heap copy of each, identical results). With
-// repack, the matrices llama.cpp repacks (Q4_0, kernels.Repack) take its
-// repacked arithmetic and layout instead, as in llama.cpp's default
-// configuration; like llama.cpp, the token embeddings are never repacked,
-// even when they double as the output.
-func (m *Model) packWeights(repack, untied bool) {
+// arithmetic is how packWeights prepares the matrices.
+type arithmetic int
+
+const (
+	arithFast     arithmetic = iota // kernels.Fast wherever a type has it
+	arithRepack                     // llama.cpp's default: kernels.Repack (Q4_0)
+	arithNoRepack                   // llama.cpp's --no-repack: plain vec_dot everywhere
+)
+
+// arithmeticOf returns the arithmetic opt selects.
+func arithmeticOf(opt Options) arithmetic {
+	switch {
+	case opt.NoRepack:
+		return arithNoRepack
+	case opt.ExactArithmetic:
+		return arithRepack
+	}
+	return arithFast
+}
+
+// packWeights prepares the matrices for the arithmetic a. The fast
+// arithmetic marks every matrix whose type has one kernels.Fast (the
+// output head included, even when it is the token embeddings: the lookup
+// reads the file's rows, the head its interleaved copy). The exact ones
+// reproduce llama.cpp: with arithRepack the matrices llama.cpp repacks
+// (Q4_0, kernels.Repack) take its repacked arithmetic and layout, as in its
+// default configuration, and like llama.cpp the token embeddings are never
+// repacked, even when they double as the output. Every other matrix gets
+// the accelerated kernels' packed layout (kernels.Pack: a heap copy,
+// identical results).
+func (m *Model) packWeights(a arithmetic, untied bool) {
 	pack := func(w kernels.Weight) kernels.Weight {
-		if repack {
-			if r := kernels.Repack(w); r.Repacked() {
-				return r
-			}
+		var r kernels.Weight
+		switch a {
+		case arithFast:
+			r = kernels.Fast(w)
+		case arithRepack:
+			r = kernels.Repack(w)
+		}
+		if r.Repacked() {
+			return r
 		}
 		return kernels.Pack(w)
 	}
-	if untied {
+	if untied || a == arithFast {
 		m.output = pack(m.output)
 	} else {
 		m.output = kernels.Pack(m.output)

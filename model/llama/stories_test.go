@@ -69,7 +69,7 @@ func refLogprob(s refStep, id int32) (float64, bool) {
 // break its near-ties the other way.
 func TestStories260K(t *testing.T) {
 	ref := readRef(t, testmodel.StoriesReference(t))
-	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash, ExactArithmetic: true})
 	cases := []struct {
 		bs             int
 		typ            model.KVType
@@ -117,7 +117,7 @@ func TestStories260K(t *testing.T) {
 // tails, which SmolLM2 does not.
 func TestStories260KFlashExact(t *testing.T) {
 	ref := readRef(t, storiesFlashRefPath)
-	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash})
+	m := openModel(t, testmodel.Stories(t), Options{Threads: 2, Attention: kernels.AttnFlash, ExactArithmetic: true})
 	cases := []struct {
 		bs  int
 		typ model.KVType

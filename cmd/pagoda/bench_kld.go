@@ -1,0 +1,218 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+
+	"pagoda/model"
+	"pagoda/tokenizer"
+)
+
+// kldFlags are the flags of `pagoda bench kld`.
+type kldFlags struct {
+	model   string
+	text    string
+	tokens  int
+	ctx     int
+	threads int
+	noFloor bool
+}
+
+// runBenchKLD implements `pagoda bench kld`: the fidelity of the fast
+// arithmetic against the exact one, as llama-perplexity --kl-divergence
+// measures a quantized model against its base: the text is cut into
+// windows of --ctx tokens, each scored teacher-forced from an empty cache
+// by both arithmetics, and every position's KL divergence KL(exact ‖ fast)
+// of the next-token distributions and top-1 agreement are reported. The
+// same figures for the exact arithmetic with flash attention (llama.cpp's
+// other attention path, reproduced as exactly) give the noise floor: how
+// far a mere change of rounding moves this model's outputs.
+func runBenchKLD(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench kld", stderr)
+	var f kldFlags
+	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
+	fs.StringVar(&f.text, "text", "", "UTF-8 text file to score (required; e.g. the repository's README.md)")
+	fs.IntVar(&f.tokens, "tokens", 4096, "positions to score (the text must hold them)")
+	fs.IntVar(&f.ctx, "ctx", 512, "tokens per window")
+	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.BoolVar(&f.noFloor, "no-floor", false, "skip the noise floor: the exact arithmetic with flash attention, another exact reproduction of llama.cpp that only rounds differently")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.text == "" {
+		return usageError{errors.New("--text is required")}
+	}
+	if f.tokens < 1 || f.ctx < 2 {
+		return usageError{errors.New("--tokens must be ≥ 1 and --ctx ≥ 2")}
+	}
+	var err error
+	if f.model, err = resolveModel(f.model, stderr); err != nil {
+		return err
+	}
+	text, err := os.ReadFile(f.text)
+	if err != nil {
+		return fmt.Errorf("--text: %w", err)
+	}
+	variants := []kldVariant{{"fast arithmetic", loadOpts(false, f.threads)}}
+	if !f.noFloor {
+		variants = append(variants, kldVariant{"exact, flash attention (floor)", loadOpts(true, f.threads)})
+	}
+	sts, err := benchKLD(f, string(text), variants)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "model %s, %d positions in windows of %d tokens, against the exact arithmetic\n", f.model, f.tokens, f.ctx)
+	for i, st := range sts {
+		fmt.Fprintf(stdout, "%-32s mean KL %.3g  p99 %.3g  max %.3g  top-1 agreement %.2f%% (%d differ; largest exact margin among them %.3g)\n",
+			variants[i].name, st.mean, st.p99, st.max, 100*float64(st.n-st.differ)/float64(st.n), st.differ, st.maxMargin)
+	}
+	return nil
+}
+
+// kldVariant is one way of loading the model compared with the exact
+// arithmetic.
+type kldVariant struct {
+	name string
+	opts model.LoadOptions
+}
+
+// loadOpts returns the fast arithmetic's options, or with floor the exact
+// arithmetic with flash attention.
+func loadOpts(floor bool, threads int) model.LoadOptions {
+	return model.LoadOptions{Threads: threads, ExactArithmetic: floor, FlashAttention: floor}
+}
+
+// kldStats summarises the positions scored.
+type kldStats struct {
+	n, differ      int
+	mean, p99, max float64
+	maxMargin      float64 // log-probability margin of the exact top-1 where the two differ
+	kls            []float64
+}
+
+// add scores one position.
+func (st *kldStats) add(a, b []float32) {
+	kl, same, margin := compareLogits(a, b)
+	st.kls = append(st.kls, kl)
+	if !same {
+		st.differ++
+		st.maxMargin = max(st.maxMargin, margin)
+	}
+}
+
+// finish computes the summary once every position is added.
+func (st *kldStats) finish() {
+	st.n = len(st.kls)
+	for _, k := range st.kls {
+		st.mean += k / float64(st.n)
+	}
+	sort.Float64s(st.kls)
+	st.p99, st.max = st.kls[(st.n-1)*99/100], st.kls[st.n-1]
+}
+
+// benchKLD loads the model with the exact arithmetic and every variant and
+// scores the text's first f.tokens positions.
+func benchKLD(f kldFlags, text string, variants []kldVariant) ([]kldStats, error) {
+	exact, file, err := model.Load(f.model, model.LoadOptions{Threads: f.threads, ExactArithmetic: true})
+	if err != nil {
+		return nil, err
+	}
+	defer exact.Close()
+	tok, err := tokenizer.FromGGUF(file)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]model.Model, len(variants))
+	for i, v := range variants {
+		if ms[i], _, err = model.Load(f.model, v.opts); err != nil {
+			return nil, err
+		}
+		defer ms[i].Close()
+	}
+	ids := tok.Encode(text, false, false)
+	need := (f.tokens + f.ctx - 2) / (f.ctx - 1) * f.ctx // f.ctx−1 positions per window
+	if len(ids) < need {
+		return nil, fmt.Errorf("--text: %d tokens, %d needed for %d positions in windows of %d", len(ids), need, f.tokens, f.ctx)
+	}
+	sts := make([]kldStats, len(variants))
+	v := exact.Config().VocabSize
+	for w, done := 0, 0; done < f.tokens; w++ {
+		win := ids[w*f.ctx : (w+1)*f.ctx]
+		le, err := windowLogits(exact, win)
+		if err != nil {
+			return nil, err
+		}
+		np := min(len(win)-1, f.tokens-done)
+		for i, m := range ms {
+			lb, err := windowLogits(m, win)
+			if err != nil {
+				return nil, err
+			}
+			for p := range np {
+				sts[i].add(le[p*v:(p+1)*v], lb[p*v:(p+1)*v])
+			}
+		}
+		done += np
+	}
+	for i := range sts {
+		sts[i].finish()
+	}
+	return sts, nil
+}
+
+// windowLogits runs tokens as one sequence from an empty cache and returns
+// the logits of every position.
+func windowLogits(m model.Model, tokens []int32) ([]float32, error) {
+	const blockSize = 16
+	n := int32(len(tokens))
+	kv, err := m.NewKVCache(int(n+blockSize-1)/blockSize, blockSize, model.KVF16)
+	if err != nil {
+		return nil, err
+	}
+	b := &model.Batch{Tokens: tokens, QueryStart: []int32{0, n}, ContextLens: []int32{n}, BlockTables: [][]int32{nil}}
+	for p := range n {
+		b.Positions = append(b.Positions, p)
+		b.SlotMapping = append(b.SlotMapping, p)
+		b.LogitIndices = append(b.LogitIndices, p)
+		if p%blockSize == 0 {
+			b.BlockTables[0] = append(b.BlockTables[0], p/blockSize)
+		}
+	}
+	logits := make([]float32, int(n)*m.Config().VocabSize)
+	return logits, m.Forward(b, kv, logits)
+}
+
+// compareLogits returns KL(p‖q) of the distributions of logits a (p) and
+// b (q), whether their top-1 tokens agree, and p's log-probability margin
+// of its top-1 over the token q prefers.
+func compareLogits(a, b []float32) (kl float64, same bool, margin float64) {
+	la, lb := logSumExp(a), logSumExp(b)
+	ia, ib := 0, 0
+	for i := range a {
+		lpa, lpb := float64(a[i])-la, float64(b[i])-lb
+		kl += math.Exp(lpa) * (lpa - lpb)
+		if a[i] > a[ia] {
+			ia = i
+		}
+		if b[i] > b[ib] {
+			ib = i
+		}
+	}
+	return max(kl, 0), ia == ib, float64(a[ia]) - float64(a[ib])
+}
+
+func logSumExp(x []float32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(s)
+}

@@ -1,0 +1,63 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Activation records of the fast kernels for the 32-element block types,
+// fastRec bytes per block:
+//
+//	0  qs   [32]int8
+//	32 x    int32 −bias·Σqs (types with an offset, see recordsBias*), or
+//	        float32 s = d·Σqs (types with a minimum, recordsMin; exact:
+//	        an 11-bit d times |Σqs| < 2¹²)
+//	36 d    float32
+const fastRec = 40
+
+var (
+	recordsBias8   = &fastRecords{size: fastRec, write: recordsBias(8)}   // Q4_0: q−8
+	recordsBias16  = &fastRecords{size: fastRec, write: recordsBias(16)}  // Q5_0: q−16
+	recordsBias128 = &fastRecords{size: fastRec, write: recordsBias(128)} // Q8_0: VPDPBUSD's q+128
+	recordsMin     = &fastRecords{size: fastRec, write: writeRecordsMin}  // Q4_1, Q5_1
+)
+
+// recordsBias returns the writer of records whose x is −bias·Σqs: the
+// kernels feed the weights to unsigned products as q+bias.
+func recordsBias(bias int32) func(rec []byte, row *actRow) {
+	return func(rec []byte, row *actRow) {
+		for b := range len(row.d) {
+			r := rec[b*fastRec : (b+1)*fastRec]
+			var sum int32
+			for i, v := range row.qs[b*32 : (b+1)*32] {
+				r[i] = byte(v)
+				sum += int32(v)
+			}
+			binary.LittleEndian.PutUint32(r[32:], uint32(-bias*sum))
+			binary.LittleEndian.PutUint32(r[36:], math.Float32bits(row.d[b]))
+		}
+	}
+}
+
+// writeRecordsMin writes records whose x is s = d·Σqs.
+func writeRecordsMin(rec []byte, row *actRow) {
+	for b := range len(row.d) {
+		r := rec[b*fastRec : (b+1)*fastRec]
+		var sum int32
+		for i, v := range row.qs[b*32 : (b+1)*32] {
+			r[i] = byte(v)
+			sum += int32(v)
+		}
+		binary.LittleEndian.PutUint32(r[32:], math.Float32bits(row.d[b]*float32(sum)))
+		binary.LittleEndian.PutUint32(r[36:], math.Float32bits(row.d[b]))
+	}
+}
+
+// sumQ returns Σ of 32 activation quants.
+func sumQ(y *[32]int8) int32 {
+	var s int32
+	for _, v := range y {
+		s += int32(v)
+	}
+	return s
+}
