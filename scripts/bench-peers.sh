@@ -17,7 +17,12 @@
 # sources in the pinned llama-cpp-python source distribution (cached build; CMake Release,
 # native). llama-server runs with -np 32 -cb (32 parallel slots, continuous batching) and a
 # context of 32 × 384 tokens (every slot holds a 256 + 128-token request); pagoda with its
-# defaults. Environment: THREADS (default 2), CONCURRENCY (default "1 8 32"), INPUT_LEN (256),
+# defaults. llama.cpp's extra buffer types (weight repacking: AMX tiles on Xeons that have them,
+# interleaved rows for Q4_0, IQ4_NL and Q4_K on x86) are its default and stay on when they work
+# here, which llama-bench checks first: on machines whose kernel does not grant AMX tile state
+# to the process they crash, and llama-server then runs with --no-repack (for Q4_1, as in the
+# default model, that only leaves out AMX: llama.cpp repacks no Q4_1 for AVX2/AVX-512);
+# LLAMA_EXTRA_BUFTS=on|off (default auto) overrides. Environment: THREADS (default 2), CONCURRENCY (default "1 8 32"), INPUT_LEN (256),
 # OUTPUT_LEN (128), PORT (18431; llama-server uses PORT+1), PAGODA (the pagoda binary; default:
 # built from this checkout), PAGODA_ARGS and LLAMA_ARGS (extra server flags), KEEP (a directory
 # for the servers' logs and the saved JSON results; default: a temporary one, removed).
@@ -33,6 +38,8 @@ in_len="${INPUT_LEN:-256}" out_len="${OUTPUT_LEN:-128}"
 port="${PORT:-18431}" lport=$((${PORT:-18431} + 1))
 read -r -a pagoda_args <<<"${PAGODA_ARGS:-}"
 read -r -a llama_args <<<"${LLAMA_ARGS:-}"
+bufts="${LLAMA_EXTRA_BUFTS:-auto}"
+case "$bufts" in auto | on | off) ;; *) echo "bench-peers: LLAMA_EXTRA_BUFTS must be auto, on or off" >&2; exit 1 ;; esac
 
 if [ ! -f "$model" ]; then
   echo "bench-peers: no model file $model (make model fetches the default one)" >&2
@@ -54,6 +61,14 @@ cleanup() {
   [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
+
+if [ "$bufts" = auto ]; then
+  bufts=off
+  if timeout 600 "$bin/llama-bench" -m "$model" -t "$threads" -p 32 -n 0 -r 1 >"$work/probe.log" 2>&1; then
+    bufts=on
+  fi
+fi
+[ "$bufts" = on ] || llama_args=(--no-repack "${llama_args[@]}")
 
 pagoda="${PAGODA:-}"
 if [ -z "$pagoda" ]; then
@@ -122,7 +137,7 @@ for c in "${concs[@]}"; do
 done
 
 echo "model $model; $threads threads; random prompts of $in_len tokens, $out_len output tokens (--ignore-eos);"
-echo "llama-server $("$bin/llama-server" --version 2>&1 | grep -m1 -o 'version: .*' || echo '?') -np $slots -cb; fresh servers for every row"
+echo "llama-server $("$bin/llama-server" --version 2>&1 | grep -m1 -o 'version: .*' || echo '?') -np $slots -cb, extra buffer types $bufts ${llama_args[*]}; fresh servers for every row"
 python3 - "$work" "${concs[@]}" <<'PY'
 import json, sys
 work, concs = sys.argv[1], sys.argv[2:]

@@ -10,7 +10,9 @@
 # (GGML_NATIVE=ON: this CPU's instruction sets), shared libraries as llama.cpp builds by default
 # (so that llama-cpp-python can load this build's libllama.so through LLAMA_CPP_LIB_PATH; see
 # scripts/make_reference.py), no GPU backends, no web UI (the prebuilt UI would be fetched from
-# the network at build time; the benchmark needs only the API), no curl.
+# the network at build time; the benchmark needs only the API), no curl; mtmd (the multimodal
+# library llama-server links, unused by text) compiled as a unity build, as llama.cpp compiles its
+# own src/models, which halves the build's compile steps.
 # cmake, a C++ compiler and make or ninja are installed with apt-get when missing and running as
 # root (nothing that starts a service); otherwise a hint names them.
 # The sources are downloaded, never committed.
@@ -53,11 +55,18 @@ if [ ! -f "$dir/src/CMakeLists.txt" ]; then
   mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$dir/src"
 fi
 
+cat >"$dir/mtmd-unity.cmake" <<'EOF'
+if(NOT DEFINED PAGODA_MTMD_UNITY)
+  set(PAGODA_MTMD_UNITY ON)
+  cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL set_target_properties mtmd PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+endif()
+EOF
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 echo "build-llama-cpp: building llama-server and llama-bench in $dir/build (several minutes on 2 cores) ..." >&2
 cmake -S "$dir/src" -B "$dir/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
   -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >&2
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+  -DCMAKE_PROJECT_INCLUDE="$dir/mtmd-unity.cmake" >&2
 cmake --build "$dir/build" --config Release -j "$(nproc)" --target llama-server llama-bench llama >&2
 echo "$bin"
