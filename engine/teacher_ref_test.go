@@ -72,6 +72,11 @@ func (d teacherDisagreement) String() string {
 // difference of llama.cpp's token's log-probability.
 func TestSmolLM2TeacherForced(t *testing.T) {
 	ref := readReference(t, testmodel.SmolTeacherReference(t))
+	if testing.Short() {
+		// The five first prompts (320 positions): exact 320 agree, fast 312
+		// (97.5%), within the same bounds.
+		ref.Cases = ref.Cases[:5]
+	}
 	for _, a := range teacherArithmetics {
 		t.Run(a.name, func(t *testing.T) {
 			e := newTestEngine(t, testmodel.Default(t), func(c *Config) {
