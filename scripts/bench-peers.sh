@@ -8,7 +8,8 @@
 # the same model file and the same number of threads, and measured with
 #   pagoda bench serve --dataset-name random --random-input-len 256 --random-output-len 128
 #                      --ignore-eos --max-concurrency C --num-prompts N
-# with N = 4·C, at least 8 and at most 64 (a few waves of requests per run). The order of the
+# with N = 4·C, at least 8 and at most 64 (a few waves of requests per run), or the N given for
+# each concurrency in NUM_PROMPTS (e.g. "4 16 32", a shorter run). The order of the
 # two servers alternates between concurrencies, so that a drift of the machine's speed does not
 # always favour the same one. Columns: output tokens/s, mean time to first token, mean time per
 # output token (after the first) and failed requests, for each server, and pagoda / llama-server.
@@ -34,6 +35,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 model="${1:-${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/SmolLM2-135M-Instruct.Q4_1.gguf}"
 threads="${THREADS:-2}"
 read -r -a concs <<<"${CONCURRENCY:-1 8 32}"
+read -r -a nums <<<"${NUM_PROMPTS:-}"
 in_len="${INPUT_LEN:-256}" out_len="${OUTPUT_LEN:-128}"
 port="${PORT:-18431}" lport=$((${PORT:-18431} + 1))
 read -r -a pagoda_args <<<"${PAGODA_ARGS:-}"
@@ -51,6 +53,13 @@ for c in "${concs[@]}"; do
   [ "$c" -gt "$maxc" ] && maxc=$c
 done
 slots=$((maxc > 32 ? maxc : 32))
+if [ ${#nums[@]} -gt 0 ] && [ ${#nums[@]} -ne ${#concs[@]} ]; then
+  echo "bench-peers: NUM_PROMPTS needs one count for each concurrency in CONCURRENCY" >&2
+  exit 1
+fi
+for n in "${nums[@]}"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "bench-peers: NUM_PROMPTS: $n is not a positive integer" >&2; exit 1; }
+done
 
 bin="$("$here/scripts/build-llama-cpp.sh")"
 work="${KEEP:-$(mktemp -d)}"
@@ -104,11 +113,10 @@ stop() {
   server_pid=""
 }
 
-# run NAME PORT C: the benchmark against the server on PORT at concurrency C; the result is
-# saved as $work/NAME-C.json.
+# run NAME PORT C N: the benchmark of N requests against the server on PORT at concurrency C;
+# the result is saved as $work/NAME-C.json.
 run() {
-  local name=$1 p=$2 c=$3 n=$((4 * $3))
-  n=$((n < 8 ? 8 : n > 64 ? 64 : n))
+  local name=$1 p=$2 c=$3 n=$4
   echo "bench-peers: $name, concurrency $c, $n prompts" >&2
   "$pagoda" bench serve --base-url "http://127.0.0.1:$p" --dataset-name random \
     --random-input-len "$in_len" --random-output-len "$out_len" --ignore-eos \
@@ -128,9 +136,12 @@ llama_server() {
 
 i=0
 for c in "${concs[@]}"; do
+  n=$((4 * c))
+  n=$((n < 8 ? 8 : n > 64 ? 64 : n))
+  [ ${#nums[@]} -gt 0 ] && n=${nums[$i]}
   if [ $((i % 2)) = 0 ]; then order=(pagoda llama-server); else order=(llama-server pagoda); fi
   for s in "${order[@]}"; do
-    if [ "$s" = pagoda ]; then pagoda_server; run pagoda "$port" "$c"; else llama_server; run llama-server "$lport" "$c"; fi
+    if [ "$s" = pagoda ]; then pagoda_server; run pagoda "$port" "$c" "$n"; else llama_server; run llama-server "$lport" "$c" "$n"; fi
     stop
   done
   i=$((i + 1))
@@ -145,12 +156,12 @@ def load(name, c):
     return json.load(open(f"{work}/{name}-{c}.json"))
 def ratio(a, b):
     return f"{a / b:.2f}" if b else "–"
-print("| concurrency | server | output tok/s | mean TTFT ms | mean TPOT ms | failed |")
-print("| ---: | :--- | ---: | ---: | ---: | ---: |")
+print("| concurrency | server | requests | output tok/s | mean TTFT ms | mean TPOT ms | failed |")
+print("| ---: | :--- | ---: | ---: | ---: | ---: | ---: |")
 for c in concs:
     p, l = load("pagoda", c), load("llama-server", c)
     for name, r in (("pagoda", p), ("llama-server", l)):
-        print(f"| {c} | {name} | {r['output_throughput']:.1f} | {r['mean_ttft_ms']:.0f} | {r['mean_tpot_ms']:.1f} | {r['failed']} |")
-    print(f"| {c} | pagoda / llama-server | {ratio(p['output_throughput'], l['output_throughput'])} | "
+        print(f"| {c} | {name} | {r['num_prompts']} | {r['output_throughput']:.1f} | {r['mean_ttft_ms']:.0f} | {r['mean_tpot_ms']:.1f} | {r['failed']} |")
+    print(f"| {c} | pagoda / llama-server | | {ratio(p['output_throughput'], l['output_throughput'])} | "
           f"{ratio(p['mean_ttft_ms'], l['mean_ttft_ms'])} | {ratio(p['mean_tpot_ms'], l['mean_tpot_ms'])} | |")
 PY

@@ -11,8 +11,8 @@
 # (so that llama-cpp-python can load this build's libllama.so through LLAMA_CPP_LIB_PATH; see
 # scripts/make_reference.py), no GPU backends, no web UI (the prebuilt UI would be fetched from
 # the network at build time; the benchmark needs only the API), no curl; mtmd (the multimodal
-# library llama-server links, unused by text) compiled as a unity build, as llama.cpp compiles its
-# own src/models, which halves the build's compile steps.
+# library llama-server links, unused by text) with its 46 model files compiled as a unity build,
+# as llama.cpp compiles its own src/models, which halves the build's compile steps.
 # cmake, a C++ compiler and make or ninja are installed with apt-get when missing and running as
 # root (nothing that starts a service); otherwise a hint names them.
 # The sources are downloaded, never committed.
@@ -55,10 +55,22 @@ if [ ! -f "$dir/src/CMakeLists.txt" ]; then
   mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp" "$dir/src"
 fi
 
+# The unity build of mtmd's model files (mtmd's own sources clash when combined), through
+# CMAKE_PROJECT_INCLUDE, so that llama.cpp's sources stay untouched.
 cat >"$dir/mtmd-unity.cmake" <<'EOF'
 if(NOT DEFINED PAGODA_MTMD_UNITY)
   set(PAGODA_MTMD_UNITY ON)
-  cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL set_target_properties mtmd PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+  function(pagoda_mtmd_unity)
+    get_target_property(srcs mtmd SOURCES)
+    get_target_property(dir mtmd SOURCE_DIR)
+    foreach(f IN LISTS srcs)
+      if(NOT f MATCHES "^models/")
+        set_source_files_properties(${dir}/${f} TARGET_DIRECTORY mtmd PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+      endif()
+    endforeach()
+    set_target_properties(mtmd PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+  endfunction()
+  cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL pagoda_mtmd_unity)
 endif()
 EOF
 gen=()
