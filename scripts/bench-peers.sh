@@ -73,8 +73,10 @@ trap cleanup EXIT
 
 if [ "$bufts" = auto ]; then
   bufts=off
-  if timeout 600 "$bin/llama-bench" -m "$model" -t "$threads" -p 32 -n 0 -r 1 >"$work/probe.log" 2>&1; then
+  if (timeout 600 "$bin/llama-bench" -m "$model" -t "$threads" -p 32 -n 0 -r 1 >"$work/probe.log" 2>&1) 2>/dev/null; then
     bufts=on
+  else
+    echo "bench-peers: llama.cpp's extra buffer types fail here (llama-bench crashed); llama-server runs with --no-repack" >&2
   fi
 fi
 [ "$bufts" = on ] || llama_args=(--no-repack "${llama_args[@]}")
