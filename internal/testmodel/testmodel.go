@@ -39,6 +39,7 @@ const (
 	StoriesBin       = "testdata/models/stories260K/stories260K.bin"
 	StoriesRef       = "testdata/reference/stories260K.public.json"
 	SmolRef          = "testdata/reference/smollm2-135m-instruct-q4_1.json"
+	SmolTeacherRef   = "testdata/reference/smollm2-135m-instruct-q4_1.teacher.json"
 	SmolTokenizer    = "testdata/models/smollm2-135m-instruct-tokenizer/tokenizer.json"
 	VocabVectorsDir  = "testdata/ggml-vocab"
 	vocabCacheSubdir = "ggml-vocab"
@@ -117,6 +118,11 @@ func StoriesReference(t testing.TB) string { t.Helper(); return RepoFile(t, Stor
 
 // SmolReference is llama.cpp's greedy reference for the default model.
 func SmolReference(t testing.TB) string { t.Helper(); return RepoFile(t, SmolRef) }
+
+// SmolTeacherReference is llama.cpp's greedy continuation of the same
+// prompts along its default path (prompt in one batch), which tests score
+// teacher-forced.
+func SmolTeacherReference(t testing.TB) string { t.Helper(); return RepoFile(t, SmolTeacherRef) }
 
 // SmolTokenizerJSON is SmolLM2-135M-Instruct's Hugging Face tokenizer.json.
 func SmolTokenizerJSON(t testing.TB) string { t.Helper(); return RepoFile(t, SmolTokenizer) }
