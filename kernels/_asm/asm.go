@@ -155,3 +155,47 @@ func loadGP(name string) reg.GPVirtual {
 	Load(Param(name), r)
 	return r
 }
+
+// groupKernel emits the head of a kernel over groups of weight rows with
+// the signature all of them share, documented by doc: it zeroes the row
+// counter r and loads the first group's address into group.
+func groupKernel(name, doc string) (r, group reg.GPVirtual) {
+	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	Doc(doc)
+	Pragma("noescape")
+	r, group = GP64(), GP64()
+	XORQ(r, r)
+	Load(Param("w"), group)
+	return r, group
+}
+
+// storeAcc stores acc[a] at dst row a (one row per activation, dstStride
+// floats apart) from column r.
+func storeAcc[V Op](r reg.GPVirtual, acc []V) {
+	dst := loadStrided("dst", "dstStride", len(acc), 4)
+	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
+	for a, v := range acc {
+		VMOVUPS(v, dst.at(a, 0))
+	}
+}
+
+// nextGroup advances group by groupBytes and r by groupRows, then loops
+// as loopRows.
+func nextGroup(name string, r, group reg.GPVirtual, groupRows int) {
+	gb := loadGP("groupBytes")
+	ADDQ(gb, group)
+	ADDQ(U8(groupRows), r)
+	loopRows(name, r)
+}
+
+// loopRows jumps back to name_rows while r < rows, then ends the kernel.
+func loopRows(name string, r reg.GPVirtual) {
+	rows := loadGP("rows")
+	CMPQ(r, rows)
+	JL(LabelRef(name + "_rows"))
+	VZEROUPPER()
+	RET()
+}

@@ -156,12 +156,7 @@ func (g *gemm32) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	ADDQ(U8(4), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // rowPointers sets p[i] to weight row r+i, or to row r when r+i is past

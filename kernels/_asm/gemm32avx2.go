@@ -96,11 +96,7 @@ func (g *gemm32v) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // block adds one block of the current row for every activation row.

@@ -95,12 +95,7 @@ func (g *gemm5) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	ADDQ(U8(4), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // loadWeights fills lo, hi (unsigned 5-bit bytes, four rows) and the scales.

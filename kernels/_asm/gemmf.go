@@ -206,11 +206,7 @@ func (g *gemmf) gen() {
 		VMOVSS(s, dst.at(a, 0))
 	}
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // tail adds the last nb mod 64 products of activation row a to s (a

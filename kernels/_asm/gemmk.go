@@ -111,11 +111,7 @@ func (g *gemmk) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // f16At loads the half at byte disp of the block as float32 in lane 0.
