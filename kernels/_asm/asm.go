@@ -199,3 +199,26 @@ func loopRows(name string, r reg.GPVirtual) {
 	VZEROUPPER()
 	RET()
 }
+
+// rowKernelSig is the signature of the kernels over single weight rows,
+// rowBytes apart.
+const rowKernelSig = "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)"
+
+// rowsLoop zeroes a row counter r and opens the loop over rows (the label
+// name_rows that loopRows and nextGroup jump back to).
+func rowsLoop(name string) (r reg.GPVirtual) {
+	r = GP64()
+	XORQ(r, r)
+	Label(name + "_rows")
+	return r
+}
+
+// rowPointer returns the address of weight row r: w + r·rowBytes.
+func rowPointer(r reg.GPVirtual) reg.GPVirtual {
+	w := GP64()
+	rb := loadGP("rowBytes")
+	IMULQ(r, rb)
+	Load(Param("w"), w)
+	ADDQ(rb, w)
+	return w
+}
