@@ -26,21 +26,18 @@ var (
 // kernels feed the weights to unsigned products as q+bias.
 func recordsBias(bias int32) func(rec []byte, row *actRow) {
 	return func(rec []byte, row *actRow) {
-		for b := range len(row.d) {
-			r := rec[b*fastRec : (b+1)*fastRec]
-			var sum int32
-			for i, v := range row.qs[b*32 : (b+1)*32] {
-				r[i] = byte(v)
-				sum += int32(v)
-			}
-			binary.LittleEndian.PutUint32(r[32:], uint32(-bias*sum))
-			binary.LittleEndian.PutUint32(r[36:], math.Float32bits(row.d[b]))
-		}
+		writeRecords(rec, row, func(_ float32, sum int32) uint32 { return uint32(-bias * sum) })
 	}
 }
 
 // writeRecordsMin writes records whose x is s = d·Σqs.
 func writeRecordsMin(rec []byte, row *actRow) {
+	writeRecords(rec, row, func(d float32, sum int32) uint32 { return math.Float32bits(d * float32(sum)) })
+}
+
+// writeRecords writes one record per 32-element block of row: the quants,
+// x(d, Σqs) and d.
+func writeRecords(rec []byte, row *actRow, x func(d float32, sum int32) uint32) {
 	for b := range len(row.d) {
 		r := rec[b*fastRec : (b+1)*fastRec]
 		var sum int32
@@ -48,7 +45,7 @@ func writeRecordsMin(rec []byte, row *actRow) {
 			r[i] = byte(v)
 			sum += int32(v)
 		}
-		binary.LittleEndian.PutUint32(r[32:], math.Float32bits(row.d[b]*float32(sum)))
+		binary.LittleEndian.PutUint32(r[32:], x(row.d[b], sum))
 		binary.LittleEndian.PutUint32(r[36:], math.Float32bits(row.d[b]))
 	}
 }

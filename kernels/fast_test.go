@@ -129,14 +129,24 @@ func TestFastDotAgainstFloat(t *testing.T) {
 // TestFastOnlyWholeGroups: weights whose row count is not a multiple of
 // the group, and types without a fast arithmetic, are left as they are.
 func TestFastOnlyWholeGroups(t *testing.T) {
+	checkKeptPlain(t, Fast, "marked fast", []typeRows{{gguf.Q4_1, 12}, {gguf.Q8_0, 20}, {gguf.F32, 16}, {gguf.F16, 16}})
+}
+
+// typeRows is a weight type and a row count.
+type typeRows struct {
+	typ  gguf.Type
+	rows int
+}
+
+// checkKeptPlain checks that convert leaves each case's 64-column weight
+// unrepacked, reporting a failure as "<type> with <rows> rows <what>".
+func checkKeptPlain(t *testing.T, convert func(Weight) Weight, what string, cases []typeRows) {
+	t.Helper()
 	r := newRand(13)
-	for _, tc := range []struct {
-		typ  gguf.Type
-		rows int
-	}{{gguf.Q4_1, 12}, {gguf.Q8_0, 20}, {gguf.F32, 16}, {gguf.F16, 16}} {
+	for _, tc := range cases {
 		w, _ := quantWeight(t, r, tc.typ, tc.rows, 64)
-		if Fast(w).Repacked() {
-			t.Errorf("%v with %d rows marked fast", tc.typ, tc.rows)
+		if convert(w).Repacked() {
+			t.Errorf("%v with %d rows %s", tc.typ, tc.rows, what)
 		}
 	}
 }

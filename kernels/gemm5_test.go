@@ -27,18 +27,11 @@ func TestGEMM5KQ23SameAsGeneric(t *testing.T) {
 // TestGEMM5KQ23Large checks model-sized shapes and quantizer-made
 // weights.
 func TestGEMM5KQ23Large(t *testing.T) {
-	forEachAccel(t, func(t *testing.T, k *impl) {
-		p := newPool(2, k)
-		defer p.Close()
-		r := newRand(21)
-		for _, typ := range gemm5KQ23Types {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks(r, typ, 300, 1536, 1, scaleDists["normal"](r))
-				checkSameMatMul(t, k, p, w, randVec(r, 7*1536, 1), 7)
-				wq, _ := quantWeight(t, r, typ, 64, 512)
-				checkSameMatMul(t, k, p, wq, randVec(r, 9*512, 1), 9)
-			})
-		}
+	forEachAccelType(t, gemm5KQ23Types, 21, func(t *testing.T, k *impl, p *Pool, r *rand.Rand, typ gguf.Type) {
+		w := rawBlocks(r, typ, 300, 1536, 1, scaleDists["normal"](r))
+		checkSameMatMul(t, k, p, w, randVec(r, 7*1536, 1), 7)
+		wq, _ := quantWeight(t, r, typ, 64, 512)
+		checkSameMatMul(t, k, p, wq, randVec(r, 9*512, 1), 9)
 	})
 }
 

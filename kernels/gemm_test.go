@@ -129,15 +129,22 @@ func TestGEMM32SameAsGeneric(t *testing.T) {
 
 // TestGEMM32Large checks a model-sized shape: many row groups and tasks.
 func TestGEMM32Large(t *testing.T) {
+	forEachAccelType(t, blockTypes32, 11, func(t *testing.T, k *impl, p *Pool, r *rand.Rand, typ gguf.Type) {
+		w := rawBlocks(r, typ, 1000, 576, 1, scaleDists["normal"](r))
+		checkSameMatMul(t, k, p, w, randVec(r, 7*576, 1), 7)
+	})
+}
+
+// forEachAccelType runs body for every accelerated implementation (with a
+// 2-thread pool and a random source seeded with seed, shared by its
+// subtests in order) and every type of types, one subtest each.
+func forEachAccelType(t *testing.T, types []gguf.Type, seed uint64, body func(t *testing.T, k *impl, p *Pool, r *rand.Rand, typ gguf.Type)) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		p := newPool(2, k)
 		defer p.Close()
-		r := newRand(11)
-		for _, typ := range blockTypes32 {
-			t.Run(typ.String(), func(t *testing.T) {
-				w := rawBlocks(r, typ, 1000, 576, 1, scaleDists["normal"](r))
-				checkSameMatMul(t, k, p, w, randVec(r, 7*576, 1), 7)
-			})
+		r := newRand(seed)
+		for _, typ := range types {
+			t.Run(typ.String(), func(t *testing.T) { body(t, k, p, r, typ) })
 		}
 	})
 }

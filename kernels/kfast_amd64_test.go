@@ -80,13 +80,7 @@ func checkKFastKernels(t *testing.T, typ gguf.Type, dot func([]byte, *actRow) fl
 			w := rawBlocks(r, typ, rows, cols, 3, mk(r))
 			packed := interleaveK(w, kk.interleave, kk.block)
 			x := randVec(r, n*cols, 1)
-			var act actRows
-			act.prepare(generic, actQ8K, x, n, cols)
-			stride := cols / 256 * kfRec
-			rec := make([]byte, n*stride)
-			for tok := range n {
-				writeRecordsKFast(rec[tok*stride:(tok+1)*stride], &act.rows[tok])
-			}
+			act, rec, stride := kfastRecords(x, n, cols)
 			rb := w.RowBytes()
 			for na := 1; na <= len(tiles); na++ {
 				dst := make([]float32, n*rows)
@@ -127,13 +121,7 @@ func BenchmarkKFastKernel(b *testing.B) {
 		packed := interleaveK(w, kk.interleave, kk.block)
 		for _, n := range []int{1, 4} {
 			x := randVec(r, n*cols, 1)
-			var act actRows
-			act.prepare(generic, actQ8K, x, n, cols)
-			stride := cols / 256 * kfRec
-			rec := make([]byte, n*stride)
-			for tok := range n {
-				writeRecordsKFast(rec[tok*stride:(tok+1)*stride], &act.rows[tok])
-			}
+			act, rec, stride := kfastRecords(x, n, cols)
 			dst := make([]float32, n*rows)
 			b.Run(fmt.Sprintf("%v/fast/n%d", tc.typ, n), func(b *testing.B) {
 				b.SetBytes(int64(len(w.Data)))
@@ -152,4 +140,17 @@ func BenchmarkKFastKernel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// kfastRecords quantizes n tokens of cols activations x to Q8_K and writes
+// their fast-kernel records, stride bytes a token.
+func kfastRecords(x []float32, n, cols int) (act *actRows, rec []byte, stride int) {
+	act = new(actRows)
+	act.prepare(generic, actQ8K, x, n, cols)
+	stride = cols / 256 * kfRec
+	rec = make([]byte, n*stride)
+	for tok := range n {
+		writeRecordsKFast(rec[tok*stride:(tok+1)*stride], &act.rows[tok])
+	}
+	return act, rec, stride
 }

@@ -57,27 +57,25 @@ func fastAdd(acc float32, isum int32, d, da float32, msum int32, dmin []byte) fl
 // dotQ4KFastGeneric is one (row, token) of the fast arithmetic on a Q4_K
 // row as stored (d, dmin, scales[12], qs[128] per super-block).
 func dotQ4KFastGeneric(w []byte, a *actRow) float32 {
-	var acc float32
-	var q [256]int8
-	var sc, mn [8]int32
-	for b := range len(a.d) {
-		blk := w[b*144 : (b+1)*144]
-		decodeQ4K(blk, &q, &sc, &mn)
-		isum := groupDots(&q, a.qs[b*256:], sc[:])
-		acc = fastAdd(acc, isum, f16Table[le16(blk[0:])], a.d[b], minSum32(&mn, a.bsums[b*16:]), blk[2:])
-	}
-	return acc
+	return dotMin32Fast(w, a, 144, decodeQ4K)
 }
 
 // dotQ5KFastGeneric: as Q4_K, with the fifth bits (d, dmin, scales[12],
 // qh[32], qs[128]).
 func dotQ5KFastGeneric(w []byte, a *actRow) float32 {
+	return dotMin32Fast(w, a, 176, decodeQ5K)
+}
+
+// dotMin32Fast is the fast arithmetic of the types with eight 32-element
+// groups and a minimum per group (Q4_K, Q5_K): super-blocks of size bytes
+// starting with d and dmin, decoded by decode.
+func dotMin32Fast(w []byte, a *actRow, size int, decode func([]byte, *[256]int8, *[8]int32, *[8]int32)) float32 {
 	var acc float32
 	var q [256]int8
 	var sc, mn [8]int32
 	for b := range len(a.d) {
-		blk := w[b*176 : (b+1)*176]
-		decodeQ5K(blk, &q, &sc, &mn)
+		blk := w[b*size : (b+1)*size]
+		decode(blk, &q, &sc, &mn)
 		isum := groupDots(&q, a.qs[b*256:], sc[:])
 		acc = fastAdd(acc, isum, f16Table[le16(blk[0:])], a.d[b], minSum32(&mn, a.bsums[b*16:]), blk[2:])
 	}
@@ -95,28 +93,26 @@ func minSum32(mn *[8]int32, bs []int16) int32 {
 
 // dotQ6KFastGeneric: signed quants q−32 (ql[128], qh[64], scales[16], d).
 func dotQ6KFastGeneric(w []byte, a *actRow) float32 {
-	var acc float32
-	var q [256]int8
-	var sc [16]int32
-	for b := range len(a.d) {
-		blk := w[b*210 : (b+1)*210]
-		decodeQ6K(blk, &q, &sc)
-		isum := groupDots(&q, a.qs[b*256:], sc[:])
-		acc = fastAdd(acc, isum, f16Table[le16(blk[208:])], a.d[b], 0, nil)
-	}
-	return acc
+	return dotSigned16Fast(w, a, 210, decodeQ6K)
 }
 
 // dotQ3KFastGeneric: signed quants (hmask[32], qs[64], scales[12], d).
 func dotQ3KFastGeneric(w []byte, a *actRow) float32 {
+	return dotSigned16Fast(w, a, 110, decodeQ3K)
+}
+
+// dotSigned16Fast is the fast arithmetic of the types with sixteen
+// 16-element groups of signed quants and no minimum (Q6_K, Q3_K):
+// super-blocks of size bytes ending with d, decoded by decode.
+func dotSigned16Fast(w []byte, a *actRow, size int, decode func([]byte, *[256]int8, *[16]int32)) float32 {
 	var acc float32
 	var q [256]int8
 	var sc [16]int32
 	for b := range len(a.d) {
-		blk := w[b*110 : (b+1)*110]
-		decodeQ3K(blk, &q, &sc)
+		blk := w[b*size : (b+1)*size]
+		decode(blk, &q, &sc)
 		isum := groupDots(&q, a.qs[b*256:], sc[:])
-		acc = fastAdd(acc, isum, f16Table[le16(blk[108:])], a.d[b], 0, nil)
+		acc = fastAdd(acc, isum, f16Table[le16(blk[size-2:])], a.d[b], 0, nil)
 	}
 	return acc
 }

@@ -10,16 +10,7 @@ import (
 // TestRepackOnlyWhatLlamaCppRepacks: other types and row counts that are
 // not a multiple of 8 keep the plain arithmetic.
 func TestRepackOnlyWhatLlamaCppRepacks(t *testing.T) {
-	r := newRand(13)
-	for _, tc := range []struct {
-		typ  gguf.Type
-		rows int
-	}{{gguf.Q4_0, 12}, {gguf.Q4_1, 16}, {gguf.Q8_0, 16}, {gguf.F32, 16}} {
-		w, _ := quantWeight(t, r, tc.typ, tc.rows, 64)
-		if Repack(w).Repacked() {
-			t.Errorf("%v with %d rows repacked", tc.typ, tc.rows)
-		}
-	}
+	checkKeptPlain(t, Repack, "repacked", []typeRows{{gguf.Q4_0, 12}, {gguf.Q4_1, 16}, {gguf.Q8_0, 16}, {gguf.F32, 16}})
 }
 
 // TestMatMulNMixesRepacked: one MatMulN call over a repacked and a plain

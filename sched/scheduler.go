@@ -293,23 +293,23 @@ func sortRunning(q []*Group) {
 			return -1
 		case pa != pb:
 			return 1
-		case before(a, b):
-			return -1
-		case before(b, a):
-			return 1
 		}
-		return 0
+		return compareGroups(a, b)
 	})
 }
 
 func sortGroups(q []*Group) {
-	slices.SortStableFunc(q, func(a, b *Group) int {
-		switch {
-		case before(a, b):
-			return -1
-		case before(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(q, compareGroups)
+}
+
+// compareGroups orders groups by (priority, arrival) as before does (for
+// slices.SortStableFunc).
+func compareGroups(a, b *Group) int {
+	switch {
+	case before(a, b):
+		return -1
+	case before(b, a):
+		return 1
+	}
+	return 0
 }

@@ -69,7 +69,7 @@ func runBenchCeilings(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench ceilings", stderr)
 	threads := fs.String("threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
 	readMiB := fs.Int("read-mib", 1024, "working set of the memory bandwidth probe, MiB")
-	outJSON := fs.String("output-json", "", "also write the results to this JSON file")
+	outJSON := fs.String("output-json", "", outputJSONFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

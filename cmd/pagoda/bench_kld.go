@@ -38,7 +38,7 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.text, "text", "", "UTF-8 text file to score (required; e.g. the repository's README.md)")
 	fs.IntVar(&f.tokens, "tokens", 4096, "positions to score (the text must hold them)")
 	fs.IntVar(&f.ctx, "ctx", 512, "tokens per window")
-	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.BoolVar(&f.noFloor, "no-floor", false, "skip the noise floor: the exact arithmetic with flash attention, another exact reproduction of llama.cpp that only rounds differently")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -131,7 +131,7 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	var f latencyFlags
 	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
-	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
 	fs.BoolVar(&f.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of each test")
 	fs.IntVar(&f.pp, "pp", 512, "prompt tokens of the prefill test")
@@ -141,7 +141,7 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	fs.IntVar(&f.batchSteps, "batch-steps", 16, "decode steps timed in each batched test")
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
 	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f32, f16 or bf16")
-	fs.StringVar(&f.outputJSON, "output-json", "", "also write the results to this JSON file")
+	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")
 	fs.IntVar(&f.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")

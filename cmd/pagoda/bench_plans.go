@@ -60,7 +60,7 @@ func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 32, "sequences run at once (the concurrency)")
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
-	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
 	fs.StringVar(&f.modes, "modes", "exponential,linear,eager", "comma-separated: bucketing strategies (exponential, linear) and eager")

@@ -31,7 +31,7 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	levels := fs.String("concurrency", "1,32", "comma-separated numbers of sequences run at once")
 	maxTokens := fs.Int("max-tokens", 64, "tokens generated per request")
 	schemaFile := fs.String("schema", "", "JSON Schema file (default: a list of records longer than --max-tokens)")
-	threads := fs.Int("threads", 0, "kernel threads (0 = all cores)")
+	threads := fs.Int("threads", 0, threadsFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -52,12 +52,12 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
 	registerPrefillFlags(fs, &f.longPrefill, &f.partial, &f.longPartial)
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
-	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
-	fs.StringVar(&f.outputJSON, "output-json", "", "also write the results to this JSON file")
+	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.BoolVar(&f.noPrefixCach, "no-enable-prefix-caching", false, "turn prefix caching off")
-	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -22,6 +22,13 @@ func defaultModelPath() string { return modelcache.Default() }
 // modelFlagHelp describes a --model flag.
 const modelFlagHelp = "GGUF file, or a model reference: smollm2, org/repo[:QUANT], org/repo/file.gguf (see pagoda pull -h)"
 
+// Help texts of the flags several commands share.
+const (
+	threadsFlagHelp    = "kernel threads (0 = all cores)"
+	exactFlagHelp      = "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums"
+	outputJSONFlagHelp = "also write the results to this JSON file"
+)
+
 type generateFlags struct {
 	model       string
 	prompt      string
@@ -59,8 +66,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&g.minP, "min-p", 0, "drop tokens less likely than min-p × the most likely (0 = off)")
 	fs.Float64Var(&g.repPenalty, "repetition-penalty", 1, "repetition penalty (1 = off)")
 	fs.Int64Var(&g.seed, "seed", -1, "random seed (-1 = random)")
-	fs.IntVar(&g.threads, "threads", 0, "kernel threads (0 = all cores)")
-	fs.BoolVar(&g.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.IntVar(&g.threads, "threads", 0, threadsFlagHelp)
+	fs.BoolVar(&g.exact, "exact-arithmetic", false, exactFlagHelp)
 	fs.BoolVar(&g.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")

@@ -68,7 +68,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", d.EnablePrefixCaching, "reuse the KV blocks of shared prompt prefixes")
 	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")
-	fs.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer key on the API")
 	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 when their sequences (each prompt × max(n, best_of)) would take the waiting ones past this many (0 = no limit)")
 	f.maxBody = server.DefaultMaxBodyBytes
@@ -78,7 +78,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
-	fs.BoolVar(&f.exact, "exact-arithmetic", false, "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums")
+	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
 	fs.BoolVar(&f.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	f.bucketing = d.Bucketing
 	f.bucketing.RegisterFlags(fs)

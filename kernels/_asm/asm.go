@@ -155,3 +155,70 @@ func loadGP(name string) reg.GPVirtual {
 	Load(Param(name), r)
 	return r
 }
+
+// groupKernel emits the head of a kernel over groups of weight rows with
+// the signature all of them share, documented by doc: it zeroes the row
+// counter r and loads the first group's address into group.
+func groupKernel(name, doc string) (r, group reg.GPVirtual) {
+	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	Doc(doc)
+	Pragma("noescape")
+	r, group = GP64(), GP64()
+	XORQ(r, r)
+	Load(Param("w"), group)
+	return r, group
+}
+
+// storeAcc stores acc[a] at dst row a (one row per activation, dstStride
+// floats apart) from column r.
+func storeAcc[V Op](r reg.GPVirtual, acc []V) {
+	dst := loadStrided("dst", "dstStride", len(acc), 4)
+	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
+	if dst.base4 != nil {
+		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
+	}
+	for a, v := range acc {
+		VMOVUPS(v, dst.at(a, 0))
+	}
+}
+
+// nextGroup advances group by groupBytes and r by groupRows, then loops
+// as loopRows.
+func nextGroup(name string, r, group reg.GPVirtual, groupRows int) {
+	gb := loadGP("groupBytes")
+	ADDQ(gb, group)
+	ADDQ(U8(groupRows), r)
+	loopRows(name, r)
+}
+
+// loopRows jumps back to name_rows while r < rows, then ends the kernel.
+func loopRows(name string, r reg.GPVirtual) {
+	rows := loadGP("rows")
+	CMPQ(r, rows)
+	JL(LabelRef(name + "_rows"))
+	VZEROUPPER()
+	RET()
+}
+
+// rowKernelSig is the signature of the kernels over single weight rows,
+// rowBytes apart.
+const rowKernelSig = "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)"
+
+// rowsLoop zeroes a row counter r and opens the loop over rows (the label
+// name_rows that loopRows and nextGroup jump back to).
+func rowsLoop(name string) (r reg.GPVirtual) {
+	r = GP64()
+	XORQ(r, r)
+	Label(name + "_rows")
+	return r
+}
+
+// rowPointer returns the address of weight row r: w + r·rowBytes.
+func rowPointer(r reg.GPVirtual) reg.GPVirtual {
+	w := GP64()
+	rb := loadGP("rowBytes")
+	IMULQ(r, rb)
+	Load(Param("w"), w)
+	ADDQ(rb, w)
+	return w
+}

@@ -115,7 +115,7 @@ func (g *gemm32) name() string {
 }
 
 func (g *gemm32) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	TEXT(g.name(), NOSPLIT, rowKernelSig)
 	layout := ""
 	if g.packed {
 		layout = " packed"
@@ -123,9 +123,7 @@ func (g *gemm32) gen() {
 	Doc(fmt.Sprintf("%s multiplies rows%s weight rows of type %s with %d activation rows of records.",
 		g.name(), layout, g.bt.name, g.na))
 	Pragma("noescape")
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
+	r := rowsLoop(g.name())
 	g.rowPointers(r)
 	g.zeroAcc()
 	g.act = loadStrided("act", "actStride", g.na, 1)
@@ -156,12 +154,7 @@ func (g *gemm32) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	ADDQ(U8(4), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // rowPointers sets p[i] to weight row r+i, or to row r when r+i is past

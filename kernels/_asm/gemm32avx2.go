@@ -58,12 +58,10 @@ func (g *gemm32v) vecSumm() bool { return g.bt.min && g.na > 2 }
 func (g *gemm32v) name() string { return fmt.Sprintf("gemm%s_avx2_%d", g.bt.name, g.na) }
 
 func (g *gemm32v) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	TEXT(g.name(), NOSPLIT, rowKernelSig)
 	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records (AVX2).", g.name(), g.bt.name, g.na))
 	Pragma("noescape")
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
+	r := rowsLoop(g.name())
 	g.w = GP64()
 	rb := GP64()
 	Load(Param("rowBytes"), rb)
@@ -96,11 +94,7 @@ func (g *gemm32v) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // block adds one block of the current row for every activation row.

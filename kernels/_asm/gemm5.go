@@ -65,13 +65,11 @@ type gemm5 struct {
 func (g *gemm5) name() string { return fmt.Sprintf("gemm%s_%d", g.bt.name, g.na) }
 
 func (g *gemm5) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	TEXT(g.name(), NOSPLIT, rowKernelSig)
 	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of records.",
 		g.name(), g.bt.name, g.na))
 	Pragma("noescape")
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
+	r := rowsLoop(g.name())
 	g.rowPointers(r)
 	g.zeroAcc()
 	g.act = loadStrided("act", "actStride", g.na, 1)
@@ -95,12 +93,7 @@ func (g *gemm5) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	ADDQ(U8(4), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // loadWeights fills lo, hi (unsigned 5-bit bytes, four rows) and the scales.

@@ -97,7 +97,7 @@ type gemmf struct {
 func (g *gemmf) name() string { return fmt.Sprintf("gemm%s_%d", g.ft.name, g.na) }
 
 func (g *gemmf) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	TEXT(g.name(), NOSPLIT, rowKernelSig)
 	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d float activation rows of nb columns.", g.name(), g.ft.name, g.na))
 	Pragma("noescape")
 	bf := g.ft.name == "BF16"
@@ -108,14 +108,8 @@ func (g *gemmf) gen() {
 		VMOVDQU32(constU32("idxEven", 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), even)
 		VPBROADCASTD(constU32("hiWords", 0xFFFF0000), hiMask)
 	}
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
-	g.w = GP64()
-	rb := loadGP("rowBytes")
-	IMULQ(r, rb)
-	Load(Param("w"), g.w)
-	ADDQ(rb, g.w)
+	r := rowsLoop(g.name())
+	g.w = rowPointer(r)
 	var pin pinned
 	nacc := 4
 	if bf {
@@ -206,11 +200,7 @@ func (g *gemmf) gen() {
 		VMOVSS(s, dst.at(a, 0))
 	}
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // tail adds the last nb mod 64 products of activation row a to s (a

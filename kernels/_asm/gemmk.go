@@ -74,17 +74,11 @@ type gemmk struct {
 func (g *gemmk) name() string { return fmt.Sprintf("gemm%s_%d", g.kt.name, g.na) }
 
 func (g *gemmk) gen() {
-	TEXT(g.name(), NOSPLIT, "func(w *byte, rowBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
+	TEXT(g.name(), NOSPLIT, rowKernelSig)
 	Doc(fmt.Sprintf("%s multiplies rows weight rows of type %s with %d activation rows of Q8_K records.", g.name(), g.kt.name, g.na))
 	Pragma("noescape")
-	r := GP64()
-	XORQ(r, r)
-	Label(g.name() + "_rows")
-	g.w = GP64()
-	rb := loadGP("rowBytes")
-	IMULQ(r, rb)
-	Load(Param("w"), g.w)
-	ADDQ(rb, g.w)
+	r := rowsLoop(g.name())
+	g.w = rowPointer(r)
 	var pin pinned
 	g.acc, g.am = nil, nil
 	for range g.na {
@@ -111,11 +105,7 @@ func (g *gemmk) gen() {
 	JNZ(LabelRef(g.name() + "_blocks"))
 	g.store(r)
 	INCQ(r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(g.name() + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(g.name(), r)
 }
 
 // f16At loads the half at byte disp of the block as float32 in lane 0.

@@ -126,13 +126,8 @@ func (g *gemmQ) name() string { return fmt.Sprintf("gemmF%s_%d", g.t.name, g.na)
 
 func (g *gemmQ) gen() {
 	name := g.name()
-	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX-512 VNNI).",
+	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX-512 VNNI).",
 		name, g.t.name, g.na))
-	Pragma("noescape")
-	r, group := GP64(), GP64()
-	XORQ(r, r)
-	Load(Param("w"), group)
 	g.gb = loadGP("groupBytes")
 	rows := loadGP("rows")
 	Label(name + "_pairs")

@@ -45,13 +45,8 @@ func (g *gemmQ2) name() string { return fmt.Sprintf("gemmF%s_avx2_%d", g.t.name,
 
 func (g *gemmQ2) gen() {
 	name := g.name()
-	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX2).",
+	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX2).",
 		name, g.t.name, g.na))
-	Pragma("noescape")
-	r, group := GP64(), GP64()
-	XORQ(r, r)
-	Load(Param("w"), group)
 	Label(name + "_rows")
 	g.acc = make([]reg.VecVirtual, g.na)
 	for a := range g.acc {
@@ -80,24 +75,8 @@ func (g *gemmQ2) gen() {
 	g.act.advance(fastRec)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_blocks"))
-	dst := loadStrided("dst", "dstStride", g.na, 4)
-	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
-	if dst.base4 != nil {
-		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
-	}
-	for a := range g.na {
-		VMOVUPS(g.acc[a], dst.at(a, 0))
-	}
-	gb := GP64()
-	Load(Param("groupBytes"), gb)
-	ADDQ(gb, group)
-	ADDQ(U8(fastGroup), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(name + "_rows"))
-	VZEROUPPER()
-	RET()
+	storeAcc(r, g.acc)
+	nextGroup(name, r, group, fastGroup)
 }
 
 func ones16() Mem {

@@ -57,12 +57,7 @@ type gemmR struct{ na int }
 
 func (g *gemmR) gen() {
 	name := fmt.Sprintf("gemmRQ4_0_%d", g.na)
-	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows repacked Q4_0 weight rows (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of records (AVX2).", name, g.na))
-	Pragma("noescape")
-	r, group := GP64(), GP64()
-	XORQ(r, r)
-	Load(Param("w"), group)
+	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows repacked Q4_0 weight rows (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of records (AVX2).", name, g.na))
 	mask := constU32("nib0F_8", 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F, 0x0F0F0F0F)
 	ones := constU32("ones16_8", 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001, 0x00010001)
 	Label(name + "_rows")
@@ -116,22 +111,6 @@ func (g *gemmR) gen() {
 	act.advance(gemmRRec)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_blocks"))
-	dst := loadStrided("dst", "dstStride", g.na, 4)
-	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
-	if dst.base4 != nil {
-		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
-	}
-	for a := range g.na {
-		VMOVUPS(acc[a], dst.at(a, 0))
-	}
-	gb := GP64()
-	Load(Param("groupBytes"), gb)
-	ADDQ(gb, group)
-	ADDQ(U8(repackRows), r)
-	rows := GP64()
-	Load(Param("rows"), rows)
-	CMPQ(r, rows)
-	JL(LabelRef(name + "_rows"))
-	VZEROUPPER()
-	RET()
+	storeAcc(r, acc)
+	nextGroup(name, r, group, repackRows)
 }

@@ -88,13 +88,8 @@ func (g *kfast) name() string { return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na
 
 func (g *kfast) gen() {
 	name := g.name()
-	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records.",
+	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records.",
 		name, g.kt.name, kfRows, g.na))
-	Pragma("noescape")
-	r, group := GP64(), GP64()
-	XORQ(r, r)
-	Load(Param("w"), group)
 	Label(name + "_rows")
 	var pin pinned
 	g.acc = pin.zero(g.na)
@@ -113,22 +108,8 @@ func (g *kfast) gen() {
 	g.act.advance(kfRec)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_blocks"))
-	dst := loadStrided("dst", "dstStride", g.na, 4)
-	LEAQ(Mem{Base: dst.base, Index: r, Scale: 4}, dst.base)
-	if dst.base4 != nil {
-		LEAQ(Mem{Base: dst.base4, Index: r, Scale: 4}, dst.base4)
-	}
-	for a := range g.na {
-		VMOVUPS(g.acc[a], dst.at(a, 0))
-	}
-	gb := loadGP("groupBytes")
-	ADDQ(gb, group)
-	ADDQ(U8(kfRows), r)
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(name + "_rows"))
-	VZEROUPPER()
-	RET()
+	storeAcc(r, g.acc)
+	nextGroup(name, r, group, kfRows)
 }
 
 // vnniBcst emits a VNNI instruction whose first source is a broadcast

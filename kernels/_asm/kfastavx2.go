@@ -56,13 +56,8 @@ func (g *kf2) at(off, unit int) Mem {
 
 func (g *kf2) gen() {
 	name := g.name()
-	TEXT(name, NOSPLIT, "func(w *byte, groupBytes, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)")
-	Doc(fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records (AVX2).",
+	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records (AVX2).",
 		name, g.kt.name, kfRows, g.na))
-	Pragma("noescape")
-	r, group := GP64(), GP64()
-	XORQ(r, r)
-	Load(Param("w"), group)
 	g.half = GP64()
 	XORQ(g.half, g.half)
 	Label(name + "_rows")
@@ -96,11 +91,7 @@ func (g *kf2) gen() {
 	gb := loadGP("groupBytes")
 	ADDQ(gb, group)
 	Label(name + "_next")
-	rows := loadGP("rows")
-	CMPQ(r, rows)
-	JL(LabelRef(name + "_rows"))
-	VZEROUPPER()
-	RET()
+	loopRows(name, r)
 }
 
 // bcast returns activation row a's 4 bytes at record byte off, in every

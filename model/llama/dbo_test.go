@@ -2,7 +2,6 @@ package llama
 
 import (
 	"math"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -128,11 +127,7 @@ func TestDualBatchOverlap(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		checkDBO(t, testmodel.Stories(t), n, 6)
 	}
-	shape := synth.Shape{Arch: "llama", Name: "dbo", Dim: 128, HiddenDim: 256, Layers: 2, Heads: 4, KVHeads: 2,
-		VocabSize: 512, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q8_0, Seed: 9}); err != nil {
-		t.Fatal(err)
-	}
+	shape := tinyShape("dbo", 128, 256, 512)
+	path := writeSynth(t, synth.Options{Shape: shape, Type: gguf.Q8_0, Seed: 9})
 	checkDBO(t, path, 2, 6)
 }

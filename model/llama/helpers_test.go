@@ -1,12 +1,14 @@
 package llama
 
 import (
+	"path/filepath"
 	"testing"
 
 	"pagoda/gguf"
 	"pagoda/internal/refmath"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
+	"pagoda/model/synth"
 )
 
 // storiesFlashRefPath: llama.cpp's flash-attention decode path on the
@@ -18,6 +20,24 @@ type (
 	refCase = testmodel.RefCase
 	refStep = testmodel.RefStep
 )
+
+// tinyShape is a two-layer llama with 4 query and 2 KV heads, a 512-token
+// context and the given widths.
+func tinyShape(name string, dim, hidden, vocab int) synth.Shape {
+	return synth.Shape{Arch: "llama", Name: name, Dim: dim, HiddenDim: hidden, Layers: 2, Heads: 4, KVHeads: 2,
+		VocabSize: vocab, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+}
+
+// writeSynth writes a synthetic model with opt into the test's temporary
+// directory and returns its path.
+func writeSynth(t testing.TB, opt synth.Options) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(path, opt); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // openModel loads a GGUF model with the given options.
 func openModel(t testing.TB, path string, opt Options) *Model {

@@ -2,7 +2,6 @@ package llama
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"pagoda/gguf"
@@ -19,14 +18,10 @@ import (
 // rounds differently: on these random models one activation quant flipped
 // by rounding moves the logits by about 1%) or 1e-3 of the largest logit.
 func TestKQuantFastArithmetic(t *testing.T) {
-	shape := synth.Shape{Arch: "llama", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2,
-		VocabSize: 448, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+	shape := tinyShape("tiny", 256, 512, 448)
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q5_K, gguf.Q3_K, gguf.Q2_K} {
 		t.Run(typ.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := synth.Write(path, synth.Options{Shape: shape, Type: typ, Seed: 5}); err != nil {
-				t.Fatal(err)
-			}
+			path := writeSynth(t, synth.Options{Shape: shape, Type: typ, Seed: 5})
 			var logits [3][]float32
 			for i, opt := range []Options{{ExactArithmetic: true}, {ExactArithmetic: true, Attention: kernels.AttnFlash}, {}} {
 				opt.Threads = 3

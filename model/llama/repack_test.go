@@ -2,7 +2,6 @@ package llama
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"pagoda/gguf"
@@ -20,14 +19,10 @@ import (
 // repacked even when tied. All give the same next token and logits within
 // float32 rounding.
 func TestRepackChoosesLlamaCppTensors(t *testing.T) {
-	shape := synth.Shape{Arch: "llama", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2,
-		VocabSize: 320, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+	shape := tinyShape("tiny", 256, 512, 320)
 	for _, tied := range []bool{false, true} {
 		shape.Tied = tied
-		path := filepath.Join(t.TempDir(), "m.gguf")
-		if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q4_0, Seed: 3}); err != nil {
-			t.Fatal(err)
-		}
+		path := writeSynth(t, synth.Options{Shape: shape, Type: gguf.Q4_0, Seed: 3})
 		var logits [3][]float32
 		for i, opt := range []Options{{ExactArithmetic: true}, {NoRepack: true}, {}} {
 			opt.Threads = 2
@@ -104,10 +99,7 @@ func TestSynthQ4_0AgainstLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "synth.gguf")
-	if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q4_0, Vocab: vocab, Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
+	path := writeSynth(t, synth.Options{Shape: shape, Type: gguf.Q4_0, Vocab: vocab, Seed: 7})
 	m := openModel(t, path, Options{Threads: 2, ExactArithmetic: true})
 	cases, steps := ref.Cases, 48
 	if raceEnabled {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"pagoda/internal/refmath"
 	"pagoda/internal/testmodel"
 	"pagoda/kernels"
 	"pagoda/model"
@@ -146,25 +147,9 @@ func forcedLogprobs(t *testing.T, m *Model, c refCase) [][]float64 {
 	}
 	rows := make([][]float64, len(b.LogitIndices))
 	for i := range rows {
-		rows[i] = logSoftmax64(logits[i*v : (i+1)*v])
+		rows[i] = refmath.LogSoftmax(logits[i*v : (i+1)*v])
 	}
 	return rows
-}
-
-func logSoftmax64(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - mx - math.Log(s)
-	}
-	return out
 }
 
 func argmax64(x []float64) int {

@@ -2,7 +2,6 @@ package llama
 
 import (
 	"math"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -188,14 +187,10 @@ func TestTensorParallelStories(t *testing.T) {
 // TestTensorParallelQuantized: Q8_0 and Q4_0 weights whose row-parallel
 // split (128 and 256 columns over two ranks) falls on 32-element blocks.
 func TestTensorParallelQuantized(t *testing.T) {
-	shape := synth.Shape{Arch: "llama", Name: "tp", Dim: 128, HiddenDim: 256, Layers: 2, Heads: 4, KVHeads: 2,
-		VocabSize: 300, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
+	shape := tinyShape("tp", 128, 256, 300)
 	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
 		t.Run(typ.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := synth.Write(path, synth.Options{Shape: shape, Type: typ, Seed: 5}); err != nil {
-				t.Fatal(err)
-			}
+			path := writeSynth(t, synth.Options{Shape: shape, Type: typ, Seed: 5})
 			checkTP(t, path, 2, Options{Threads: 1}, [][]int32{{1, 2, 3}, {7, 100, 250, 9, 4}}, 16, tpBound)
 		})
 	}
@@ -219,10 +214,7 @@ func TestTensorParallelRefused(t *testing.T) {
 	for _, c := range cases {
 		s := c.shape
 		s.Arch, s.Name, s.Layers, s.VocabSize, s.ContextLen, s.RopeTheta, s.RMSEps = "llama", "x", 1, 64, 64, 10000, 1e-5
-		path := filepath.Join(t.TempDir(), "m.gguf")
-		if err := synth.Write(path, synth.Options{Shape: s, Type: c.typ, Seed: 1}); err != nil {
-			t.Fatal(err)
-		}
+		path := writeSynth(t, synth.Options{Shape: s, Type: c.typ, Seed: 1})
 		f, err := gguf.Open(path)
 		if err != nil {
 			t.Fatal(err)
