@@ -101,16 +101,13 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
 	cfg.ExactArithmetic, cfg.NoRepack, cfg.DBO = g.exact, g.noRepack, g.dbo
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
-	comm, err := tensorParallel(g.tpSize)
-	if err != nil {
+	lead, release, err := joinTensorParallel(g.tpSize, &cfg)
+	if !lead {
 		return err
 	}
-	if comm != nil {
-		defer comm.Close()
-		if comm.Rank() > 0 {
-			return follow(cfg, comm)
-		}
-		cfg.TensorParallel, cfg.EnforceEager = comm, true
+	defer release()
+	if cfg.TensorParallel != nil {
+		cfg.EnforceEager = true
 	}
 	e, err := engine.New(cfg)
 	if err != nil {

@@ -130,16 +130,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if cfg.Model, err = resolveModel(cfg.Model, stderr); err != nil {
 		return err
 	}
-	comm, err := tensorParallel(f.vllm.tensorParallel)
-	if err != nil {
+	lead, release, err := joinTensorParallel(f.vllm.tensorParallel, &cfg)
+	if !lead {
 		return err
 	}
-	if comm != nil {
-		defer comm.Close()
-		if comm.Rank() > 0 {
-			return follow(cfg, comm)
-		}
-		cfg.TensorParallel = comm
+	defer release()
+	if cfg.TensorParallel != nil {
 		if !cfg.EnforceEager {
 			cfg.EnforceEager = true
 			f.notes = append(f.notes, "--tensor-parallel-size > 1 runs eager (captured plans are not implemented with tensor parallelism)")

@@ -34,6 +34,28 @@ func tensorParallel(n int) (dist.Comm, error) {
 	return c, nil
 }
 
+// joinTensorParallel joins the n ranks of a serve or generate run (none
+// for n ≤ 1). Rank 0, or the only process, returns lead with its
+// communicator in cfg.TensorParallel (nil with one rank) and release, which
+// closes it once the run is over. Every other rank runs rank 0's steps
+// (follow) until rank 0 shuts it down, then returns lead false and how
+// that ended; so does a failed set-up, with its error.
+func joinTensorParallel(n int, cfg *engine.Config) (lead bool, release func(), err error) {
+	comm, err := tensorParallel(n)
+	if err != nil {
+		return false, nil, err
+	}
+	if comm == nil {
+		return true, func() {}, nil
+	}
+	if comm.Rank() > 0 {
+		defer comm.Close()
+		return false, nil, follow(*cfg, comm)
+	}
+	cfg.TensorParallel = comm
+	return true, func() { comm.Close() }, nil
+}
+
 // follow is a rank other than 0 of a serve or generate run: it executes
 // rank 0's steps until rank 0 shuts it down. It ignores SIGTERM and
 // SIGINT (mpirun forwards them to every rank): rank 0 handles them, drains
