@@ -168,7 +168,7 @@ start() {
     local dbo=()
     [ "$cfg" = tp2-dbo ] && dbo=(--enable-dbo)
     mpirun --allow-run-as-root --host "${ctl_host[0]},${ctl_host[1]}" -np 2 --bind-to none \
-      --mca plm_rsh_agent "$agent" --mca routed direct \
+      --mca plm_rsh_agent "$agent" --mca routed direct --mca rtc ^hwloc \
       --mca oob_tcp_if_include 198.18.0.0/16 \
       --mca btl self,tcp --mca btl_tcp_if_include "$data_net.0/24" \
       "$here/bin/pagoda-mpi" serve "$model" --tensor-parallel-size 2 --threads 1 \
