@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -147,23 +146,19 @@ type chunk struct {
 // read consumes the SSE stream: the first chunk with text sets TTFT, each
 // later one adds an inter-token latency; usage comes with the last chunk.
 func (c *Client) read(body io.Reader, res *Result) error {
-	r := bufio.NewReaderSize(body, 64<<10)
+	sse := newSSEStream(body, true)
 	var text strings.Builder
-	last, chunks, done := time.Time{}, 0, false
-	for !done {
-		line, err := r.ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			if err == io.EOF {
-				return errors.New("the stream ended without [DONE]")
-			}
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue // blank separators, comments, other SSE fields
-		}
-		if data == "[DONE]" {
+	last, chunks := time.Time{}, 0
+	for {
+		data, err := sse.next()
+		if err == errSSEDone {
 			break
+		}
+		if err == io.EOF {
+			return errors.New("the stream ended without [DONE]")
+		}
+		if err != nil {
+			return err
 		}
 		var ch chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
@@ -189,7 +184,6 @@ func (c *Client) read(body io.Reader, res *Result) error {
 			last, chunks = now, chunks+1
 			text.WriteString(s)
 		}
-		done = err == io.EOF
 	}
 	res.Text = text.String()
 	if !res.UsageReported {
@@ -230,12 +224,4 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (s
 		return "", fmt.Errorf("GET /v1/models: no model listed (%v)", err)
 	}
 	return list.Data[0].ID, nil
-}
-
-// sseData returns the data of one Server-Sent Events line ("data: X"),
-// trimmed; ok is false for other lines (blank separators, comments, other
-// fields).
-func sseData(line string) (data string, ok bool) {
-	data, ok = strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:")
-	return strings.TrimSpace(data), ok
 }
