@@ -90,14 +90,10 @@ func closedIdle(err error) bool {
 // http.Client.Do, when that is how it failed.
 func (c *Client) attempt(ctx context.Context, p Prompt, b []byte) (res Result, transportErr error) {
 	res = Result{PromptTokens: p.InputLen, Start: time.Now()}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(c.BaseURL, "/")+c.Endpoint, bytes.NewReader(b))
+	req, err := newAPIRequest(ctx, "POST", strings.TrimRight(c.BaseURL, "/")+c.Endpoint, c.APIKey, b)
 	if err != nil {
 		res.Error = err.Error()
 		return res, nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
@@ -117,6 +113,26 @@ func (c *Client) attempt(ctx context.Context, p Prompt, b []byte) (res Result, t
 	res.Latency = time.Since(res.Start)
 	res.Success = true
 	return res, nil
+}
+
+// newAPIRequest is a request to an OpenAI-compatible server: a GET, or a
+// POST of the JSON body, with apiKey as a bearer token when set.
+func newAPIRequest(ctx context.Context, method, url, apiKey string, body []byte) (*http.Request, error) {
+	r := io.Reader(nil)
+	if method == "POST" {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	return req, nil
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -197,12 +213,9 @@ func (c *Client) read(body io.Reader, res *Result) error {
 
 // FetchModel returns the first model id of GET /v1/models.
 func FetchModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(baseURL, "/")+"/v1/models", nil)
+	req, err := newAPIRequest(ctx, "GET", strings.TrimRight(baseURL, "/")+"/v1/models", apiKey, nil)
 	if err != nil {
 		return "", err
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	if hc == nil {
 		hc = http.DefaultClient
