@@ -35,6 +35,17 @@ vocab:
 serve: model build
 	./$(BIN) serve smollm2
 
+# apt_install, at the end of a recipe that listed the missing Debian
+# packages in need: installs them as root, otherwise prints a hint naming
+# $(1) and them.
+apt_install = if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \
+	  else \
+	    echo "missing $(1):$$need (install them: sudo apt-get install$$need)"; \
+	  fi; \
+	fi
+
 # The test tools from Debian: python3-venv lets the end-to-end tests install
 # the OpenAI Python client (and LangChain), nodejs and npm the OpenAI Node
 # client; Open MPI (mpi-deps) builds and runs package dist's MPI tests.
@@ -45,13 +56,7 @@ deps: mpi-deps
 	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
 	command -v node >/dev/null 2>&1 || need="$$need nodejs"; \
 	command -v npm >/dev/null 2>&1 || need="$$need npm"; \
-	if [ -n "$$need" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \
-	  else \
-	    echo "missing test tools:$$need (install them: sudo apt-get install$$need)"; \
-	  fi; \
-	fi
+	$(call apt_install,test tools)
 
 # Open MPI's headers, library and mpirun (with pkg-config, which cgo asks
 # for the flags).
@@ -59,13 +64,7 @@ mpi-deps:
 	@need=""; \
 	pkg-config --exists ompi-c 2>/dev/null || need="$$need libopenmpi-dev pkg-config"; \
 	command -v mpirun >/dev/null 2>&1 || need="$$need openmpi-bin"; \
-	if [ -n "$$need" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need; \
-	  else \
-	    echo "missing Open MPI:$$need (install them: sudo apt-get install$$need)"; \
-	  fi; \
-	fi
+	$(call apt_install,Open MPI)
 
 # The check that regenerating the assembly (kernels/_asm, its own module)
 # changes nothing; every test at full size, then again under the race

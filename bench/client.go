@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -91,14 +90,10 @@ func closedIdle(err error) bool {
 // http.Client.Do, when that is how it failed.
 func (c *Client) attempt(ctx context.Context, p Prompt, b []byte) (res Result, transportErr error) {
 	res = Result{PromptTokens: p.InputLen, Start: time.Now()}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(c.BaseURL, "/")+c.Endpoint, bytes.NewReader(b))
+	req, err := newAPIRequest(ctx, "POST", strings.TrimRight(c.BaseURL, "/")+c.Endpoint, c.APIKey, b)
 	if err != nil {
 		res.Error = err.Error()
 		return res, nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
@@ -118,6 +113,26 @@ func (c *Client) attempt(ctx context.Context, p Prompt, b []byte) (res Result, t
 	res.Latency = time.Since(res.Start)
 	res.Success = true
 	return res, nil
+}
+
+// newAPIRequest is a request to an OpenAI-compatible server: a GET, or a
+// POST of the JSON body, with apiKey as a bearer token when set.
+func newAPIRequest(ctx context.Context, method, url, apiKey string, body []byte) (*http.Request, error) {
+	r := io.Reader(nil)
+	if method == "POST" {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	return req, nil
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -147,23 +162,19 @@ type chunk struct {
 // read consumes the SSE stream: the first chunk with text sets TTFT, each
 // later one adds an inter-token latency; usage comes with the last chunk.
 func (c *Client) read(body io.Reader, res *Result) error {
-	r := bufio.NewReaderSize(body, 64<<10)
+	sse := newSSEStream(body, true)
 	var text strings.Builder
-	last, chunks, done := time.Time{}, 0, false
-	for !done {
-		line, err := r.ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			if err == io.EOF {
-				return errors.New("the stream ended without [DONE]")
-			}
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue // blank separators, comments, other SSE fields
-		}
-		if data == "[DONE]" {
+	last, chunks := time.Time{}, 0
+	for {
+		data, err := sse.next()
+		if err == errSSEDone {
 			break
+		}
+		if err == io.EOF {
+			return errors.New("the stream ended without [DONE]")
+		}
+		if err != nil {
+			return err
 		}
 		var ch chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
@@ -189,7 +200,6 @@ func (c *Client) read(body io.Reader, res *Result) error {
 			last, chunks = now, chunks+1
 			text.WriteString(s)
 		}
-		done = err == io.EOF
 	}
 	res.Text = text.String()
 	if !res.UsageReported {
@@ -203,12 +213,9 @@ func (c *Client) read(body io.Reader, res *Result) error {
 
 // FetchModel returns the first model id of GET /v1/models.
 func FetchModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(baseURL, "/")+"/v1/models", nil)
+	req, err := newAPIRequest(ctx, "GET", strings.TrimRight(baseURL, "/")+"/v1/models", apiKey, nil)
 	if err != nil {
 		return "", err
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	if hc == nil {
 		hc = http.DefaultClient
@@ -230,12 +237,4 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (s
 		return "", fmt.Errorf("GET /v1/models: no model listed (%v)", err)
 	}
 	return list.Data[0].ID, nil
-}
-
-// sseData returns the data of one Server-Sent Events line ("data: X"),
-// trimmed; ok is false for other lines (blank separators, comments, other
-// fields).
-func sseData(line string) (data string, ok bool) {
-	data, ok = strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data:")
-	return strings.TrimSpace(data), ok
 }

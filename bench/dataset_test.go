@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
@@ -15,12 +14,7 @@ import (
 // Random prompts are reproducible, their lengths lie in the range, and with
 // a real BPE vocabulary (SmolLM2's) they tokenize to their word count.
 func TestRandomPrompts(t *testing.T) {
-	f, err := gguf.Open(testmodel.Default(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tok, err := tokenizer.FromGGUF(f)
+	tok, err := tokenizer.Load(testmodel.Default(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,24 +12,13 @@ import (
 // returns every metric's value summed over its series (labels ignored),
 // e.g. vllm:num_requests_running over the model_name label.
 func ScrapeAll(ctx context.Context, hc *http.Client, baseURL string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(baseURL, "/")+"/metrics", nil)
+	body, err := getMetrics(ctx, hc, baseURL)
 	if err != nil {
 		return nil, err
 	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
-	}
+	defer body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc := metricLines(body)
 	for sc.Scan() {
 		if name, v, ok := parseSample(sc.Text()); ok {
 			out[name] += v

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,13 +70,9 @@ func (s *soaker) sendHTTP(ctx context.Context, req soakRequest, delay time.Durat
 		defer t.Stop()
 	}
 	start := time.Now()
-	hr, err := http.NewRequestWithContext(ctx, "POST", s.base+req.Endpoint, bytes.NewReader(req.Body))
+	hr, err := newAPIRequest(ctx, "POST", s.base+req.Endpoint, s.cfg.APIKey, req.Body)
 	if err != nil {
 		return soakResult{Outcome: Lost, Reason: err.Error()}
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if s.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+s.cfg.APIKey)
 	}
 	resp, err := s.hc.Do(hr)
 	if err != nil {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,11 +14,14 @@ import (
 // cancels after the first chunk with choices and req.HangupChunks more.
 func readStream(ctx context.Context, req soakRequest, body io.Reader, cancel context.CancelCauseFunc, start time.Time) soakResult {
 	var res soakResult
-	br := bufio.NewReaderSize(body, 64<<10)
+	sse := newSSEStream(body, false)
 	finished := map[int]bool{}
 	chunks := 0
 	for {
-		line, err := br.ReadString('\n')
+		data, err := sse.next()
+		if err == errSSEDone {
+			break
+		}
 		if err != nil {
 			phase := phaseMidStream
 			if chunks == 0 {
@@ -31,13 +33,6 @@ func readStream(ctx context.Context, req soakRequest, body io.Reader, cancel con
 			r := failed(ctx, err, phase)
 			r.TTFC = res.TTFC
 			return r
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue // blank separators, comments, other SSE fields
-		}
-		if data == "[DONE]" {
-			break
 		}
 		var ch choiceEnds
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {

@@ -28,12 +28,8 @@ func resolved(t *testing.T, l Limits) Limits {
 // and with merged prefill bs = (1, 1, 1, 1), query = (B, 4B, T, limit),
 // ctx = (0, 4, max_ctx·P, limit).
 func TestExponentialPromptConfigs(t *testing.T) {
-	tests := []struct {
-		name   string
-		l      Limits
-		merged bool
-		want   Dims
-	}{
+	// on: merged prefill.
+	checkDims(t, "exponentialPrompt", exponentialPrompt, []dimsCase{
 		// P = 64: limit 6+1 = 7. T = 2048: limit 11. max_ctx = 8176//16 =
 		// 511, limit ceil(log2(511)) + 1 = 9 + 1 = 10.
 		{"cpu defaults", cpuLimits, false, Dims{
@@ -53,14 +49,7 @@ func TestExponentialPromptConfigs(t *testing.T) {
 		// Merged: query step 4·16 = 64, ctx max 511·64 = 32704.
 		{"merged prefill", cpuLimits, true, Dims{
 			BS: Range{1, 1, 1, 1}, Seq: Range{16, 64, 2048, 11}, Block: Range{0, 4, 32704, 10}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := exponentialPrompt(resolved(t, tt.l), tt.merged); got != tt.want {
-				t.Errorf("exponentialPrompt = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // Expected values follow get_decode_cfgs:
@@ -70,12 +59,8 @@ func TestExponentialPromptConfigs(t *testing.T) {
 //	block = [1, S, max_decode_blocks, ceil(log2(M)) + 1],
 //	        max_decode_blocks = M if contiguous PA else min(L // B · S, M)
 func TestExponentialDecodeConfigs(t *testing.T) {
-	tests := []struct {
-		name   string
-		l      Limits
-		contPA bool
-		want   Dims
-	}{
+	// on: contiguous PA.
+	checkDims(t, "exponentialDecode", exponentialDecode, []dimsCase{
 		// M = 32768 (derived): min(512·64, 32768) = 32768; log2 = 15 → 16.
 		{"cpu defaults", cpuLimits, false, Dims{
 			BS: Range{1, 2, 64, 7}, Seq: Range{1, 1, 1, 1}, Block: Range{1, 64, 32768, 16}}},
@@ -96,11 +81,25 @@ func TestExponentialDecodeConfigs(t *testing.T) {
 		{"odd sizes", Limits{MaxNumSeqs: 3, MaxNumBatchedTokens: 64, MaxModelLen: 100, BlockSize: 16,
 			NumBlocks: 1000}, false, Dims{
 			BS: Range{1, 2, 3, 3}, Seq: Range{1, 1, 1, 1}, Block: Range{1, 3, 18, 11}}},
-	}
+	})
+}
+
+// dimsCase is a case of an exponential config function: the limits, its
+// switch (merged prefill, contiguous PA) and the dims they give.
+type dimsCase struct {
+	name string
+	l    Limits
+	on   bool
+	want Dims
+}
+
+// checkDims runs f, named fn, on every case as a subtest.
+func checkDims(t *testing.T, fn string, f func(Limits, bool) Dims, tests []dimsCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := exponentialDecode(resolved(t, tt.l), tt.contPA); got != tt.want {
-				t.Errorf("exponentialDecode = %+v, want %+v", got, tt.want)
+			if got := f(resolved(t, tt.l), tt.on); got != tt.want {
+				t.Errorf("%s = %+v, want %+v", fn, got, tt.want)
 			}
 		})
 	}

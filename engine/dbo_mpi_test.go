@@ -86,17 +86,11 @@ func dboScenario(t *testing.T, c dist.Comm, scenario string) {
 	if err != nil {
 		t.Fatalf("rank 0: DBO on: %v", err)
 	}
-	for i := range off {
-		a, b := off[i].Outputs[0], on[i].Outputs[0]
-		if fmt.Sprint(a.TokenIDs) != fmt.Sprint(b.TokenIDs) {
-			t.Fatalf("rank 0: prompt %d: DBO on %v, off %v", i, b.TokenIDs, a.TokenIDs)
+	eachTokenPair(t, off, on, "off", "DBO on", func(i, j int, a, b Logprob) {
+		if math.Float32bits(a.Logprob) != math.Float32bits(b.Logprob) {
+			t.Fatalf("rank 0: prompt %d token %d: logprob %v with DBO, %v without", i, j, b.Logprob, a.Logprob)
 		}
-		for j := range a.Logprobs {
-			if math.Float32bits(a.Logprobs[j].Logprob) != math.Float32bits(b.Logprobs[j].Logprob) {
-				t.Fatalf("rank 0: prompt %d token %d: logprob %v with DBO, %v without", i, j, b.Logprobs[j].Logprob, a.Logprobs[j].Logprob)
-			}
-		}
-	}
+	})
 	if steps.split == 0 {
 		t.Fatalf("rank 0: no step ran as two micro-batches")
 	}
@@ -157,15 +151,9 @@ func generateDBO(cfg Config, on bool) ([]RequestOutput, stepTotals, error) {
 // difference of the chosen tokens.
 func compareOutputs(t *testing.T, want, got []RequestOutput) float64 {
 	worst := 0.0
-	for i := range want {
-		a, b := want[i].Outputs[0], got[i].Outputs[0]
-		if fmt.Sprint(a.TokenIDs) != fmt.Sprint(b.TokenIDs) {
-			t.Fatalf("rank 0: prompt %d: tokens %v, want %v", i, b.TokenIDs, a.TokenIDs)
-		}
-		for j := range a.Logprobs {
-			worst = math.Max(worst, math.Abs(float64(a.Logprobs[j].Logprob-b.Logprobs[j].Logprob)))
-		}
-	}
+	eachTokenPair(t, want, got, "want", "tokens", func(_, _ int, a, b Logprob) {
+		worst = math.Max(worst, math.Abs(float64(a.Logprob-b.Logprob)))
+	})
 	if worst > tpLogprobBound {
 		t.Fatalf("rank 0: logprobs differ by up to %.3g, bound %g", worst, tpLogprobBound)
 	}

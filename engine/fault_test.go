@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"pagoda/internal/testmodel"
 	"reflect"
@@ -65,11 +64,7 @@ func drainStream(t *testing.T, s *Stream) RequestOutput {
 	defer cancel()
 	var all RequestOutput
 	finals := 0
-	for {
-		o, err := s.Recv(ctx)
-		if err == io.EOF {
-			break
-		}
+	for o, err := range s.Deltas(ctx) {
 		if err != nil {
 			t.Fatalf("request lost: %v", err)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"io"
+	"iter"
 	"sync"
 	"time"
 
@@ -107,20 +108,30 @@ func (s *Stream) Recv(ctx context.Context) (RequestOutput, error) {
 	}
 }
 
+// Deltas yields the stream's deltas, as Recv returns them, up to the
+// final one; when ctx ends first it yields ctx.Err() last.
+func (s *Stream) Deltas(ctx context.Context) iter.Seq2[RequestOutput, error] {
+	return func(yield func(RequestOutput, error) bool) {
+		for {
+			o, err := s.Recv(ctx)
+			if err == io.EOF || !yield(o, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // Collect reads the stream to the end and merges its deltas into the whole
 // output.
 func (s *Stream) Collect(ctx context.Context) (RequestOutput, error) {
 	var all RequestOutput
-	for {
-		o, err := s.Recv(ctx)
-		if err == io.EOF {
-			return all, all.Err
-		}
+	for o, err := range s.Deltas(ctx) {
 		if err != nil {
 			return all, err
 		}
 		merge(&all, o)
 	}
+	return all, all.Err
 }
 
 func merge(all *RequestOutput, d RequestOutput) {

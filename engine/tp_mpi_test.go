@@ -148,25 +148,35 @@ func compareTP(t *testing.T, c dist.Comm) {
 		t.Fatalf("rank 0: TP=1: %v", err)
 	}
 	worst, n := 0.0, 0
-	for i := range one {
-		a, b := one[i].Outputs[0], two[i].Outputs[0]
-		if fmt.Sprint(a.TokenIDs) != fmt.Sprint(b.TokenIDs) {
-			t.Fatalf("rank 0: prompt %d: TP=2 tokens %v, TP=1 %v", i, b.TokenIDs, a.TokenIDs)
-		}
-		for j := range a.Logprobs {
-			worst = math.Max(worst, math.Abs(float64(a.Logprobs[j].Logprob-b.Logprobs[j].Logprob)))
-			for k, top := range a.Logprobs[j].Top {
-				if other := b.Logprobs[j].Top[k]; other.ID == top.ID {
-					worst = math.Max(worst, math.Abs(float64(top.Logprob-other.Logprob)))
-				}
+	eachTokenPair(t, one, two, "TP=1", "TP=2 tokens", func(_, _ int, a, b Logprob) {
+		worst = math.Max(worst, math.Abs(float64(a.Logprob-b.Logprob)))
+		for k, top := range a.Top {
+			if other := b.Top[k]; other.ID == top.ID {
+				worst = math.Max(worst, math.Abs(float64(top.Logprob-other.Logprob)))
 			}
-			n++
 		}
-	}
+		n++
+	})
 	if worst > tpLogprobBound {
 		t.Fatalf("rank 0: logprobs differ by up to %.3g, bound %g", worst, tpLogprobBound)
 	}
 	fmt.Printf("rank 0: TP OK: %d prompts, %d greedy tokens equal to TP=1; largest |logprob difference| %.3g\n", len(one), n, worst)
+}
+
+// eachTokenPair fails unless every output of got has the tokens of want's
+// (the failure names them gotName and wantName) and calls f with each
+// generated token's logprobs, prompt i's token j, in want and in got.
+func eachTokenPair(t *testing.T, want, got []RequestOutput, wantName, gotName string, f func(i, j int, a, b Logprob)) {
+	t.Helper()
+	for i := range want {
+		a, b := want[i].Outputs[0], got[i].Outputs[0]
+		if fmt.Sprint(a.TokenIDs) != fmt.Sprint(b.TokenIDs) {
+			t.Fatalf("rank 0: prompt %d: %s %v, %s %v", i, gotName, b.TokenIDs, wantName, a.TokenIDs)
+		}
+		for j := range a.Logprobs {
+			f(i, j, a.Logprobs[j], b.Logprobs[j])
+		}
+	}
 }
 
 // dieAfterFirstStep is a rank that receives the cache layout and the first

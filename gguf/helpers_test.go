@@ -125,3 +125,14 @@ func mustRoundTrip(t *testing.T, typ Type, x []float32) ([]byte, []float32) {
 	}
 	return q, y
 }
+
+// openFile opens the GGUF file at path for the test, closed at its end.
+func openFile(t *testing.T, path string) *File {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

@@ -34,11 +34,7 @@ func TestStories260KMatchesLlama2c(t *testing.T) {
 	if len(arrays) != 2+9*5 {
 		t.Errorf("%d arrays, want 47", len(arrays))
 	}
-	f, err := Open(testmodel.Stories(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, testmodel.Stories(t))
 	for _, ti := range f.Tensors {
 		name := ti.Name
 		if name == "output.weight" {

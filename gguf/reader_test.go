@@ -14,11 +14,7 @@ import (
 )
 
 func TestStories260K(t *testing.T) {
-	f, err := Open(testmodel.Stories(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, testmodel.Stories(t))
 	if f.Version != 3 || f.Alignment != 32 || f.DataOffset%32 != 0 {
 		t.Errorf("version %d alignment %d data offset %d", f.Version, f.Alignment, f.DataOffset)
 	}
@@ -136,11 +132,7 @@ func TestVocabFiles(t *testing.T) {
 }
 
 func TestSmolLM2(t *testing.T) {
-	f, err := Open(testmodel.Default(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, testmodel.Default(t))
 	if len(f.Tensors) != 272 {
 		t.Errorf("%d tensors, want 272", len(f.Tensors))
 	}

@@ -11,11 +11,7 @@ import (
 // Release drops pages from memory, never data: the tensor reads the same
 // afterwards. Bad ranges and names are errors.
 func TestRelease(t *testing.T) {
-	f, err := Open(testmodel.Default(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openFile(t, testmodel.Default(t))
 	const name = "token_embd.weight" // megabytes: many whole pages
 	data, ti, err := f.TensorData(name)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"testing"
 
-	"pagoda/gguf"
 	"pagoda/internal/modelcache"
 	"pagoda/tokenizer"
 )
@@ -27,13 +26,7 @@ func loadDefault(t testing.TB) defaultModel {
 	t.Helper()
 	path := modelcache.Require(t, modelcache.DefaultFile)
 	modelOnce.Do(func() {
-		f, err := gguf.Open(path)
-		if err != nil {
-			modelErr = err
-			return
-		}
-		defer f.Close()
-		tok, err := tokenizer.FromGGUF(f)
+		tok, err := tokenizer.Load(path)
 		if err != nil {
 			modelErr = err
 			return

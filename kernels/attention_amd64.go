@@ -7,10 +7,16 @@ package kernels
 // cache: each row [off, off+hd) lies within k and v.
 
 func scoresF16AVX(q []float32, k []uint16, offs []int, scale float32, out []float32) {
+	scoresWith(scoresF16AVX512, q, k, offs, scale, out)
+}
+
+// scoresWith runs a generated scores kernel, AVX-512 or AVX2.
+func scoresWith(asm func(q *float32, k *uint16, offs *int, n, hd int, scale float32, out *float32),
+	q []float32, k []uint16, offs []int, scale float32, out []float32) {
 	hd := len(q)
 	out = out[:len(offs)]
 	if len(offs) > 0 {
-		scoresF16AVX512(&q[0], &k[0], &offs[0], len(offs), hd, scale, &out[0])
+		asm(&q[0], &k[0], &offs[0], len(offs), hd, scale, &out[0])
 	}
 }
 
@@ -39,11 +45,7 @@ func valuesF16AVX(lanes, w []float32, v []uint16, offs []int, hd int) {
 }
 
 func scoresF16AVX2w(q []float32, k []uint16, offs []int, scale float32, out []float32) {
-	hd := len(q)
-	out = out[:len(offs)]
-	if len(offs) > 0 {
-		scoresF16AVX2(&q[0], &k[0], &offs[0], len(offs), hd, scale, &out[0])
-	}
+	scoresWith(scoresF16AVX2, q, k, offs, scale, out)
 }
 
 func roundF16AVX2w(x []float32, a float32) {

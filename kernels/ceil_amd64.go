@@ -15,22 +15,18 @@ func readProbe(b []byte) uint64 {
 	return readGo(b)
 }
 
-func fmaProbe(iters int) uint32 {
-	if hasAVX512() && iters > 0 {
-		return peakFMAAVX512(iters)
-	}
-	if hasAVX2() && iters > 0 {
-		return peakFMAAVX2(iters)
-	}
-	return fmaGo(iters)
-}
+func fmaProbe(iters int) uint32 { return peakProbe(iters, peakFMAAVX512, peakFMAAVX2, fmaGo) }
 
-func dotProbe(iters int) uint32 {
+func dotProbe(iters int) uint32 { return peakProbe(iters, peakDotAVX512, peakDotAVX2, dotGo) }
+
+// peakProbe runs iters iterations of a peak probe in the widest ISA the
+// CPU has.
+func peakProbe(iters int, avx512, avx2, portable func(int) uint32) uint32 {
 	if hasAVX512() && iters > 0 {
-		return peakDotAVX512(iters)
+		return avx512(iters)
 	}
 	if hasAVX2() && iters > 0 {
-		return peakDotAVX2(iters)
+		return avx2(iters)
 	}
-	return dotGo(iters)
+	return portable(iters)
 }

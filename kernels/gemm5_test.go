@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -52,14 +51,7 @@ func FuzzGEMM5KQ23(f *testing.F) {
 	f.Add(uint8(0), uint8(3), uint8(2), uint64(1), []byte{1, 2, 3})
 	f.Add(uint8(3), uint8(9), uint8(7), uint64(99), []byte{0xff, 0x7b, 0x00, 0x80})
 	f.Fuzz(func(t *testing.T, ti, rows8, n8 uint8, seed uint64, raw []byte) {
-		typ := gemm5KQ23Types[int(ti)%len(gemm5KQ23Types)]
-		rows, n := 1+int(rows8)%11, int(n8)%10
-		r := newRand(seed)
-		cols := typ.BlockSize() * (1 + r.IntN(4))
-		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
-		copy(w.Data, raw)
-		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		fuzzSameMatMul(t, w, x, n, true)
+		fuzzRawGEMM(t, gemm5KQ23Types, 10, true, ti, rows8, n8, seed, raw)
 	})
 }
 

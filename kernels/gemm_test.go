@@ -165,15 +165,25 @@ func FuzzGEMM32(f *testing.F) {
 	f.Add(uint8(0), uint8(3), uint8(2), uint64(1), []byte{1, 2, 3})
 	f.Add(uint8(2), uint8(9), uint8(5), uint64(99), []byte{0xff, 0x7b, 0x00, 0x80})
 	f.Fuzz(func(t *testing.T, ti, rows8, n8 uint8, seed uint64, raw []byte) {
-		typ := blockTypes32[int(ti)%len(blockTypes32)]
-		rows, n := 1+int(rows8)%11, int(n8)%7
-		r := newRand(seed)
-		cols := 32 * (1 + r.IntN(4))
-		w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
-		copy(w.Data, raw) // fuzzer-chosen scales and quants
-		x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
-		fuzzSameMatMul(t, w, x, n, false)
+		fuzzRawGEMM(t, blockTypes32, 7, false, ti, rows8, n8, seed, raw)
 	})
+}
+
+// fuzzRawGEMM is the body of FuzzGEMM32 and FuzzGEMM5KQ23: a weight of
+// one of types (by ti), 1 to 11 rows and 1 to 4 blocks wide, whose scales
+// and quants start with the fuzzer's bytes, times n < maxN activation
+// rows of a random magnitude, against the generic kernels (needGEMM: only
+// implementations with a GEMM for the type).
+func fuzzRawGEMM(t *testing.T, types []gguf.Type, maxN int, needGEMM bool, ti, rows8, n8 uint8, seed uint64, raw []byte) {
+	t.Helper()
+	typ := types[int(ti)%len(types)]
+	rows, n := 1+int(rows8)%11, int(n8)%maxN
+	r := newRand(seed)
+	cols := typ.BlockSize() * (1 + r.IntN(4))
+	w := rawBlocks(r, typ, rows, cols, int(seed%5), scaleDists["wide"](r))
+	copy(w.Data, raw) // fuzzer-chosen scales and quants
+	x := randVec(r, n*cols, math.Ldexp(1, r.IntN(30)-15))
+	fuzzSameMatMul(t, w, x, n, needGEMM)
 }
 
 // sameFloat reports bit equality, treating all NaNs as equal: NaN payloads

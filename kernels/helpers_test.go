@@ -56,6 +56,20 @@ func quantWeight(t *testing.T, r *rand.Rand, typ gguf.Type, rows, cols int) (Wei
 	return w, deq
 }
 
+// forEachWideWeight runs f as a subtest per weight type of allWeightTypes
+// on a random weight of rows rows at the type's widest tested width, with
+// its dequantized values. The weights and f's draws come from r, in turn.
+func forEachWideWeight(t *testing.T, r *rand.Rand, rows int, f func(t *testing.T, r *rand.Rand, w Weight, deq []float32)) {
+	t.Helper()
+	for _, tc := range allWeightTypes {
+		cols := tc.cols[len(tc.cols)-1]
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			w, deq := quantWeight(t, r, tc.typ, rows, cols)
+			f(t, r, w, deq)
+		})
+	}
+}
+
 // dequantAct returns the float values a converted activation row stands
 // for (the exact multiplicand of the integer dot products).
 func dequantAct(kind actKind, a *actRow, cols int) []float32 {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"pagoda/gguf"
@@ -90,37 +91,33 @@ func checkMatMulExact(t *testing.T, p *Pool, k *impl, w Weight, deq, x []float32
 // accumulation error.
 func TestMatMulAgainstFloat(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
-		r := newRand(2)
-		for _, tc := range allWeightTypes {
-			cols := tc.cols[len(tc.cols)-1]
-			t.Run(tc.typ.String(), func(t *testing.T) {
-				w, deq := quantWeight(t, r, tc.typ, 9, cols)
-				x := randVec(r, 2*cols, 1)
-				dst := make([]float32, 2*w.Rows)
-				matMulSerial(k, dst, w, x, 2)
-				var act actRows
-				act.prepare(k, actKindOf(w.Type), x, 2, cols)
-				for tok := range 2 {
-					a := dequantAct(act.kind, &act.rows[tok], cols)
-					for row := range w.Rows {
-						var ref, bound, mag float64
-						for j := range cols {
-							wv := float64(deq[row*cols+j])
-							ref += wv * float64(x[tok*cols+j])
-							bound += math.Abs(wv) * math.Abs(float64(x[tok*cols+j])-float64(a[j]))
-							mag += math.Abs(wv * float64(x[tok*cols+j]))
-						}
-						if tc.typ == gguf.Q4_1 || tc.typ == gguf.Q5_1 {
-							bound += mag * 2e-3 // m·s with s rounded to half precision
-						}
-						got := float64(dst[tok*w.Rows+row])
-						if !closeTo(got, ref, bound+1e-5*mag) {
-							t.Fatalf("token %d row %d: got %v, want %v ± %v", tok, row, got, ref, bound)
-						}
+		forEachWideWeight(t, newRand(2), 9, func(t *testing.T, r *rand.Rand, w Weight, deq []float32) {
+			cols := w.Cols
+			x := randVec(r, 2*cols, 1)
+			dst := make([]float32, 2*w.Rows)
+			matMulSerial(k, dst, w, x, 2)
+			var act actRows
+			act.prepare(k, actKindOf(w.Type), x, 2, cols)
+			for tok := range 2 {
+				a := dequantAct(act.kind, &act.rows[tok], cols)
+				for row := range w.Rows {
+					var ref, bound, mag float64
+					for j := range cols {
+						wv := float64(deq[row*cols+j])
+						ref += wv * float64(x[tok*cols+j])
+						bound += math.Abs(wv) * math.Abs(float64(x[tok*cols+j])-float64(a[j]))
+						mag += math.Abs(wv * float64(x[tok*cols+j]))
+					}
+					if w.Type == gguf.Q4_1 || w.Type == gguf.Q5_1 {
+						bound += mag * 2e-3 // m·s with s rounded to half precision
+					}
+					got := float64(dst[tok*w.Rows+row])
+					if !closeTo(got, ref, bound+1e-5*mag) {
+						t.Fatalf("token %d row %d: got %v, want %v ± %v", tok, row, got, ref, bound)
 					}
 				}
-			})
-		}
+			}
+		})
 	})
 }
 
@@ -129,30 +126,26 @@ func TestMatMulAgainstFloat(t *testing.T) {
 // a batch, on 1, 2, 3 or 5 threads.
 func TestMatMulInvariance(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
-		r := newRand(3)
-		for _, tc := range allWeightTypes {
-			cols := tc.cols[len(tc.cols)-1]
-			t.Run(tc.typ.String(), func(t *testing.T) {
-				w, _ := quantWeight(t, r, tc.typ, 37, cols)
-				const n = 6
-				x := randVec(r, n*cols, 1)
-				want := make([]float32, n*w.Rows)
-				for tok := range n {
-					matMulSerial(k, want[tok*w.Rows:(tok+1)*w.Rows], w, x[tok*cols:(tok+1)*cols], 1)
-				}
-				for _, threads := range []int{1, 2, 3, 5} {
-					p := newPool(threads, k)
-					got := make([]float32, n*w.Rows)
-					p.MatMul(got, w, x, n)
-					p.Close()
-					for i := range got {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("%d threads: element %d = %v, alone %v", threads, i, got[i], want[i])
-						}
+		forEachWideWeight(t, newRand(3), 37, func(t *testing.T, r *rand.Rand, w Weight, _ []float32) {
+			cols := w.Cols
+			const n = 6
+			x := randVec(r, n*cols, 1)
+			want := make([]float32, n*w.Rows)
+			for tok := range n {
+				matMulSerial(k, want[tok*w.Rows:(tok+1)*w.Rows], w, x[tok*cols:(tok+1)*cols], 1)
+			}
+			for _, threads := range []int{1, 2, 3, 5} {
+				p := newPool(threads, k)
+				got := make([]float32, n*w.Rows)
+				p.MatMul(got, w, x, n)
+				p.Close()
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%d threads: element %d = %v, alone %v", threads, i, got[i], want[i])
 					}
 				}
-			})
-		}
+			}
+		})
 	})
 }
 
@@ -204,21 +197,17 @@ func TestWeightValidate(t *testing.T) {
 // TestDequantizeRow compares the embedding lookup of each row with
 // gguf.Dequantize of the whole matrix, bit for bit.
 func TestDequantizeRow(t *testing.T) {
-	r := newRand(4)
-	for _, tc := range allWeightTypes {
-		cols := tc.cols[len(tc.cols)-1]
-		t.Run(tc.typ.String(), func(t *testing.T) {
-			w, deq := quantWeight(t, r, tc.typ, 5, cols)
-			got := make([]float32, cols)
-			for row := range w.Rows {
-				DequantizeRow(got, w, row)
-				for j, v := range got {
-					want := deq[row*cols+j]
-					if !sameFloat(v, want) {
-						t.Fatalf("row %d col %d: %v, want %v", row, j, v, want)
-					}
+	forEachWideWeight(t, newRand(4), 5, func(t *testing.T, _ *rand.Rand, w Weight, deq []float32) {
+		cols := w.Cols
+		got := make([]float32, cols)
+		for row := range w.Rows {
+			DequantizeRow(got, w, row)
+			for j, v := range got {
+				want := deq[row*cols+j]
+				if !sameFloat(v, want) {
+					t.Fatalf("row %d col %d: %v, want %v", row, j, v, want)
 				}
 			}
-		})
-	}
+		}
+	})
 }

@@ -7,31 +7,20 @@ package kernels
 // 16- or 64-element blocks; the tails run the generic scalar code, in the
 // generic order.
 
-func axpyF32AVX(dst []float32, a float32, x []float32) {
+func axpyF32AVX(dst []float32, a float32, x []float32) { axpyWhole(dst, a, x, axpyF32AVX512) }
+
+func axpyF16AVX(dst []float32, a float32, x []uint16) { axpyWhole(dst, a, x, axpyF16AVX512) }
+
+func axpyBF16AVX(dst []float32, a float32, x []uint16) { axpyWhole(dst, a, x, axpyBF16AVX512) }
+
+func madF16AVX(acc []uint16, a float32, x []uint16) { axpyWhole(acc, a, x, madF16AVX512) }
+
+// axpyWhole runs a kernel of the axpy shape (dst, a, x) that takes any
+// length on all of dst.
+func axpyWhole[D, X any](dst []D, a float32, x []X, asm func(*D, float32, *X, int)) {
 	if len(dst) > 0 {
 		x = x[:len(dst)]
-		axpyF32AVX512(&dst[0], a, &x[0], len(dst))
-	}
-}
-
-func axpyF16AVX(dst []float32, a float32, x []uint16) {
-	if len(dst) > 0 {
-		x = x[:len(dst)]
-		axpyF16AVX512(&dst[0], a, &x[0], len(dst))
-	}
-}
-
-func axpyBF16AVX(dst []float32, a float32, x []uint16) {
-	if len(dst) > 0 {
-		x = x[:len(dst)]
-		axpyBF16AVX512(&dst[0], a, &x[0], len(dst))
-	}
-}
-
-func madF16AVX(acc []uint16, a float32, x []uint16) {
-	if len(acc) > 0 {
-		x = x[:len(acc)]
-		madF16AVX512(&acc[0], a, &x[0], len(acc))
+		asm(&dst[0], a, &x[0], len(dst))
 	}
 }
 

@@ -9,73 +9,65 @@ package kernels
 // products and exp-based kernels shared with AVX-512 are in lanes_amd64.go.
 
 func axpyF32AVX2w(dst []float32, a float32, x []float32) {
-	x = x[:len(dst)]
-	if full := len(dst) &^ 7; full > 0 {
-		axpyF32AVX2(&dst[0], a, &x[0], full)
-		dst, x = dst[full:], x[full:]
-	}
-	axpyF32Generic(dst, a, x)
+	axpyBlocks8(dst, a, x, axpyF32AVX2, axpyF32Generic)
 }
 
 func axpyF16AVX2w(dst []float32, a float32, x []uint16) {
-	x = x[:len(dst)]
-	if full := len(dst) &^ 7; full > 0 {
-		axpyF16AVX2(&dst[0], a, &x[0], full)
-		dst, x = dst[full:], x[full:]
-	}
-	axpyF16Generic(dst, a, x)
+	axpyBlocks8(dst, a, x, axpyF16AVX2, axpyF16Generic)
 }
 
 func axpyBF16AVX2w(dst []float32, a float32, x []uint16) {
-	x = x[:len(dst)]
-	if full := len(dst) &^ 7; full > 0 {
-		axpyBF16AVX2(&dst[0], a, &x[0], full)
-		dst, x = dst[full:], x[full:]
-	}
-	axpyBF16Generic(dst, a, x)
+	axpyBlocks8(dst, a, x, axpyBF16AVX2, axpyBF16Generic)
 }
 
 func madF16AVX2w(acc []uint16, a float32, x []uint16) {
-	x = x[:len(acc)]
-	if full := len(acc) &^ 7; full > 0 {
-		madF16AVX2(&acc[0], a, &x[0], full)
-		acc, x = acc[full:], x[full:]
-	}
-	madF16Generic(acc, a, x)
+	axpyBlocks8(acc, a, x, madF16AVX2, madF16Generic)
 }
 
 func scaleF16AVX2w(acc []uint16, a float32) {
-	if full := len(acc) &^ 7; full > 0 {
-		scaleF16AVX2(&acc[0], a, full)
-		acc = acc[full:]
-	}
-	scaleF16Generic(acc, a)
+	scaleBlocks8(acc, a, scaleF16AVX2, scaleF16Generic)
 }
 
 func scaleF32AVX2w(x []float32, a float32) {
-	if full := len(x) &^ 7; full > 0 {
-		scaleF32AVX2(&x[0], a, full)
-		x = x[full:]
-	}
-	scaleF32Generic(x, a)
+	scaleBlocks8(x, a, scaleF32AVX2, scaleF32Generic)
 }
 
 func addAVX2w(dst, x []float32) {
-	x = x[:len(dst)]
-	if full := len(dst) &^ 7; full > 0 {
-		addAVX2(&dst[0], &x[0], full)
-		dst, x = dst[full:], x[full:]
-	}
-	addGeneric(dst, x)
+	pairBlocks8(dst, x, addAVX2, addGeneric)
 }
 
 func mulAVX2w(dst, x []float32) {
+	pairBlocks8(dst, x, mulAVX2, mulGeneric)
+}
+
+// axpyBlocks8 runs an elementwise kernel of the axpy shape (dst, a, x):
+// asm on the whole 8-element blocks, tail on the rest.
+func axpyBlocks8[D, X any](dst []D, a float32, x []X, asm func(*D, float32, *X, int), tail func([]D, float32, []X)) {
 	x = x[:len(dst)]
 	if full := len(dst) &^ 7; full > 0 {
-		mulAVX2(&dst[0], &x[0], full)
+		asm(&dst[0], a, &x[0], full)
 		dst, x = dst[full:], x[full:]
 	}
-	mulGeneric(dst, x)
+	tail(dst, a, x)
+}
+
+// scaleBlocks8 is axpyBlocks8 for kernels of the shape (x, a).
+func scaleBlocks8[T any](x []T, a float32, asm func(*T, float32, int), tail func([]T, float32)) {
+	if full := len(x) &^ 7; full > 0 {
+		asm(&x[0], a, full)
+		x = x[full:]
+	}
+	tail(x, a)
+}
+
+// pairBlocks8 is axpyBlocks8 for kernels of the shape (dst, x).
+func pairBlocks8(dst, x []float32, asm func(*float32, *float32, int), tail func([]float32, []float32)) {
+	x = x[:len(dst)]
+	if full := len(dst) &^ 7; full > 0 {
+		asm(&dst[0], &x[0], full)
+		dst, x = dst[full:], x[full:]
+	}
+	tail(dst, x)
 }
 
 // rmsNormAVX2 is rmsNormGeneric with the scaling pass vectorised.

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // KVType is the element type of the paged KV cache.
 type KVType int
@@ -11,14 +14,13 @@ const (
 	KVBF16
 )
 
+// kvTypeNames are the KV types' names, as String writes and ParseKVType
+// reads them.
+var kvTypeNames = [...]string{KVF32: "f32", KVF16: "f16", KVBF16: "bf16"}
+
 func (t KVType) String() string {
-	switch t {
-	case KVF32:
-		return "f32"
-	case KVF16:
-		return "f16"
-	case KVBF16:
-		return "bf16"
+	if t >= 0 && int(t) < len(kvTypeNames) {
+		return kvTypeNames[t]
 	}
 	return fmt.Sprintf("kvtype(%d)", int(t))
 }
@@ -33,13 +35,8 @@ func (t KVType) Size() int {
 
 // ParseKVType parses "f32", "f16" or "bf16".
 func ParseKVType(s string) (KVType, error) {
-	switch s {
-	case "f32":
-		return KVF32, nil
-	case "f16":
-		return KVF16, nil
-	case "bf16":
-		return KVBF16, nil
+	if i := slices.Index(kvTypeNames[:], s); i >= 0 {
+		return KVType(i), nil
 	}
 	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16)", s)
 }

@@ -27,6 +27,7 @@
 package sched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -302,14 +303,8 @@ func sortGroups(q []*Group) {
 	slices.SortStableFunc(q, compareGroups)
 }
 
-// compareGroups orders groups by (priority, arrival) as before does (for
+// compareGroups orders groups by priority, then arrival (for
 // slices.SortStableFunc).
 func compareGroups(a, b *Group) int {
-	switch {
-	case before(a, b):
-		return -1
-	case before(b, a):
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.arrival, b.arrival))
 }

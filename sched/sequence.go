@@ -112,11 +112,3 @@ func (g *Group) setStatus(st Status) {
 		}
 	}
 }
-
-// before orders groups by priority, then arrival.
-func before(a, b *Group) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
-	}
-	return a.arrival < b.arrival
-}

@@ -78,8 +78,8 @@ type chatRun struct {
 // choices.
 func (c *chatRun) response(ts []*tracker) any {
 	t := ts[0]
-	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.b.name,
-		Usage: totalUsage([]*tracker{t})}
+	resp := chatResponse{response: response[chatChoice]{ID: c.id, Object: "chat.completion", Created: c.created,
+		Model: c.b.name, Usage: totalUsage([]*tracker{t})}}
 	if c.req.PromptLogprobs != nil {
 		resp.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
 	}

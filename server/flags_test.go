@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"pagoda/engine"
-	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
@@ -84,12 +83,7 @@ func TestApplyEnv(t *testing.T) {
 // FuzzCompletionRequest: any body either parses into engine parameters
 // and prompts, or is refused with an error; nothing panics.
 func FuzzCompletionRequest(f *testing.F) {
-	gf, err := gguf.Open(testmodel.Stories(f))
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer gf.Close()
-	tok, err := tokenizer.FromGGUF(gf)
+	tok, err := tokenizer.Load(testmodel.Stories(f))
 	if err != nil {
 		f.Fatal(err)
 	}

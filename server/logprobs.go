@@ -110,12 +110,16 @@ func chatTokenLogprobs(tok *tokenizer.Tokenizer, lps []engine.Logprob) *chatLogp
 	for i, lp := range lps {
 		top := make([]chatTopLogprob, len(lp.Top))
 		for j, t := range lp.Top {
-			top[j] = chatTopLogprob{Token: tokenString(tok, t.ID), Logprob: jsonLogprob(t.Logprob), Bytes: tokenBytes(tok, t.ID)}
+			top[j] = chatLogprobOf(tok, t.ID, t.Logprob)
 		}
-		out.Content[i] = chatTokenLogprob{Token: tokenString(tok, lp.ID), Logprob: jsonLogprob(lp.Logprob),
-			Bytes: tokenBytes(tok, lp.ID), TopLogprobs: top}
+		out.Content[i] = chatTokenLogprob{chatTopLogprob: chatLogprobOf(tok, lp.ID, lp.Logprob), TopLogprobs: top}
 	}
 	return out
+}
+
+// chatLogprobOf is token id and its logprob in the chat shape.
+func chatLogprobOf(tok *tokenizer.Tokenizer, id int32, logprob float32) chatTopLogprob {
+	return chatTopLogprob{Token: tokenString(tok, id), Logprob: jsonLogprob(logprob), Bytes: tokenBytes(tok, id)}
 }
 
 // vllmPromptLogprobs builds vLLM's prompt_logprobs: for each prompt token

@@ -132,15 +132,20 @@ func newUsage(prompt, completion, cached int) *usage {
 		PromptTokensDetails: &promptDetails{CachedTokens: cached}}
 }
 
-// completionResponse is a completion, or one chunk of a streamed one.
-type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"` // text_completion
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
+// response is the envelope of every completion, chat completion and
+// chunk: Object names which (text_completion, chat.completion,
+// chat.completion.chunk).
+type response[C any] struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []C    `json:"choices"`
+	Usage   *usage `json:"usage,omitempty"`
 }
+
+// completionResponse is a completion, or one chunk of a streamed one.
+type completionResponse = response[completionChoice]
 
 type completionChoice struct {
 	Index    int                 `json:"index"`
@@ -177,12 +182,7 @@ type completionLogprobs struct {
 
 // chatResponse is a chat completion (object chat.completion).
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *usage       `json:"usage,omitempty"`
+	response[chatChoice]
 	// PromptLogprobs is vLLM's prompt_logprobs (see completionChoice).
 	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
 }
@@ -204,14 +204,7 @@ type chatOutput struct {
 
 // chatChunk is one chunk of a streamed chat completion (object
 // chat.completion.chunk).
-type chatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []chatChunkChoice `json:"choices"`
-	Usage   *usage            `json:"usage,omitempty"`
-}
+type chatChunk = response[chatChunkChoice]
 
 type chatChunkChoice struct {
 	Index    int           `json:"index"`
@@ -232,10 +225,9 @@ type chatLogprobs struct {
 	Content []chatTokenLogprob `json:"content"`
 }
 
+// chatTokenLogprob is a chosen token and its alternatives.
 type chatTokenLogprob struct {
-	Token       string           `json:"token"`
-	Logprob     float64          `json:"logprob"`
-	Bytes       []int            `json:"bytes"`
+	chatTopLogprob
 	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
 }
 

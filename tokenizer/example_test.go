@@ -4,18 +4,12 @@ import (
 	"fmt"
 	"log"
 
-	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
 
-func ExampleFromGGUF() {
-	f, err := gguf.Open(testmodel.Repo(testmodel.StoriesGGUF))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	tk, err := tokenizer.FromGGUF(f)
+func ExampleLoad() {
+	tk, err := tokenizer.Load(testmodel.Repo(testmodel.StoriesGGUF))
 	if err != nil {
 		log.Fatal(err)
 	}

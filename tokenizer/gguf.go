@@ -28,6 +28,17 @@ const (
 	keyName         = "general.name"
 )
 
+// Load builds the tokenizer of the GGUF file at path (FromGGUF on its
+// metadata; the file is closed before it returns).
+func Load(path string) (*Tokenizer, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return FromGGUF(f)
+}
+
 // FromGGUF builds the tokenizer described by a GGUF file's tokenizer.* metadata, with
 // llama.cpp's defaults for absent keys: SPM vocabularies default to BOS 1, EOS 2, UNK 0,
 // add_bos_token and add_space_prefix true; BPE vocabularies add nothing and have no space

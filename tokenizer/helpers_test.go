@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 )
 
@@ -23,16 +22,6 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-// loadGGUF opens a GGUF and builds its tokenizer.
-func loadGGUF(t testing.TB, path string) (*Tokenizer, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return FromGGUF(f)
 }
 
 var (
@@ -58,7 +47,7 @@ func cachedGGUF(t testing.TB, key string, path func() string) *Tokenizer {
 	t.Helper()
 	return cached(t, key, func() *Tokenizer {
 		p := path()
-		tk, err := loadGGUF(t, p)
+		tk, err := Load(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

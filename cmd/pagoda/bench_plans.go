@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -52,24 +51,14 @@ type planRun struct {
 func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench plans", stderr)
 	var f benchPlansFlags
-	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
-	fs.IntVar(&f.numPrompts, "num-prompts", 64, "number of prompts")
-	fs.IntVar(&f.inputLen, "input-len", 256, "prompt tokens (random dataset)")
-	fs.IntVar(&f.outputLen, "output-len", 128, "generated tokens per prompt (EOS ignored)")
-	fs.Uint64Var(&f.seed, "seed", 0, "seed of the random dataset")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 32, "sequences run at once (the concurrency)")
-	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
-	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
-	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
-	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
-	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
+	f.registerWorkload(fs, 256, 128, 32)
 	fs.StringVar(&f.modes, "modes", "exponential,linear,eager", "comma-separated: bucketing strategies (exponential, linear) and eager")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if f.numPrompts < 1 || f.inputLen < 1 || f.outputLen < 1 {
-		return usageError{errors.New("--num-prompts, --input-len and --output-len must be ≥ 1")}
+	if err := f.checkWorkload(); err != nil {
+		return err
 	}
 	f.dataset = "random"
 	var modes []string
@@ -106,9 +95,7 @@ func runBenchPlans(args []string, stdout, stderr io.Writer) error {
 
 func benchPlansRun(f benchPlansFlags, mode string) (planRun, error) {
 	r := planRun{mode: mode}
-	cfg := engine.DefaultConfig(f.model)
-	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.BlockSize = f.maxNumSeqs, f.maxBatched, f.blockSize
-	cfg.Threads, cfg.KVCacheMemory, cfg.MaxModelLen = f.threads, f.kvMemory, f.maxModelLen
+	cfg := f.engineConfig()
 	cfg.EnablePrefixCaching = false // random prompts share nothing; keep steps comparable
 	if mode == "eager" {
 		cfg.EnforceEager = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -42,35 +43,23 @@ type throughputFlags struct {
 func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench throughput", stderr)
 	var f throughputFlags
-	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
-	fs.IntVar(&f.numPrompts, "num-prompts", 64, "number of prompts")
-	fs.IntVar(&f.inputLen, "input-len", 128, "prompt tokens (random dataset)")
-	fs.IntVar(&f.outputLen, "output-len", 64, "generated tokens per prompt (EOS ignored)")
+	f.registerWorkload(fs, 128, 64, 64)
 	fs.StringVar(&f.dataset, "dataset", "random", "random, or a JSONL file of {\"prompt\": ...} lines")
-	fs.Uint64Var(&f.seed, "seed", 0, "seed of the random dataset")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 64, "sequences run at once (the concurrency)")
-	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
 	registerPrefillFlags(fs, &f.longPrefill, &f.partial, &f.longPartial)
-	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
-	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
-	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
-	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
 	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.BoolVar(&f.noPrefixCach, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if f.numPrompts < 1 || f.inputLen < 1 || f.outputLen < 1 {
-		return usageError{errors.New("--num-prompts, --input-len and --output-len must be ≥ 1")}
+	if err := f.checkWorkload(); err != nil {
+		return err
 	}
 	var err error
 	if f.model, err = resolveModel(f.model, stderr); err != nil {
 		return err
 	}
-	cfg := engine.DefaultConfig(f.model)
-	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.BlockSize = f.maxNumSeqs, f.maxBatched, f.blockSize
-	cfg.Threads, cfg.KVCacheMemory, cfg.MaxModelLen = f.threads, f.kvMemory, f.maxModelLen
+	cfg := f.engineConfig()
 	cfg.EnablePrefixCaching = !f.noPrefixCach
 	cfg.ExactArithmetic = f.exact
 	cfg.LongPrefillTokenThreshold, cfg.MaxNumPartialPrefills, cfg.MaxLongPartialPrefills = f.longPrefill, f.partial, f.longPartial
@@ -93,6 +82,39 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return reportThroughput(f, prompts, outs, time.Since(start), stdout)
+}
+
+// registerWorkload registers the flags of the offline workload and its
+// engine that bench throughput and bench plans share, with the defaults
+// that differ between them.
+func (f *throughputFlags) registerWorkload(fs *flag.FlagSet, inputLen, outputLen, maxNumSeqs int) {
+	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
+	fs.IntVar(&f.numPrompts, "num-prompts", 64, "number of prompts")
+	fs.IntVar(&f.inputLen, "input-len", inputLen, "prompt tokens (random dataset)")
+	fs.IntVar(&f.outputLen, "output-len", outputLen, "generated tokens per prompt (EOS ignored)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the random dataset")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", maxNumSeqs, "sequences run at once (the concurrency)")
+	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", 2048, "tokens per step")
+	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
+	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
+	fs.Int64Var(&f.kvMemory, "kv-cache-memory", 0, "KV cache bytes (0 = default)")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 2048, "context length to allocate")
+}
+
+// checkWorkload refuses a workload with nothing to run.
+func (f *throughputFlags) checkWorkload() error {
+	if f.numPrompts < 1 || f.inputLen < 1 || f.outputLen < 1 {
+		return usageError{errors.New("--num-prompts, --input-len and --output-len must be ≥ 1")}
+	}
+	return nil
+}
+
+// engineConfig is the engine configuration the workload flags give.
+func (f *throughputFlags) engineConfig() engine.Config {
+	cfg := engine.DefaultConfig(f.model)
+	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.BlockSize = f.maxNumSeqs, f.maxBatched, f.blockSize
+	cfg.Threads, cfg.KVCacheMemory, cfg.MaxModelLen = f.threads, f.kvMemory, f.maxModelLen
+	return cfg
 }
 
 // benchPrompts returns random token prompts (vLLM's random dataset) or the

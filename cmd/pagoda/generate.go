@@ -151,11 +151,7 @@ func renderPrompt(tok *tokenizer.Tokenizer, g generateFlags) (string, error) {
 func streamText(ctx context.Context, s *engine.Stream, promptLen int, stdout, stderr io.Writer) error {
 	var last engine.RequestOutput
 	n := 0
-	for {
-		o, err := s.Recv(ctx)
-		if err == io.EOF {
-			break
-		}
+	for o, err := range s.Deltas(ctx) {
 		if err != nil {
 			return err
 		}

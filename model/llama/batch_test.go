@@ -180,17 +180,7 @@ func brokenBatches(vocab int) []brokenBatch {
 // TestForwardSteadyStateAllocs: once buffers have grown, a decode step
 // allocates nothing.
 func TestForwardSteadyStateAllocs(t *testing.T) {
-	m := defaultTinyModel(t)
-	kv, err := m.NewKVCache(4, 4, model.KVF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &model.Batch{
-		Tokens: []int32{5}, Positions: []int32{3}, SlotMapping: []int32{3},
-		QueryStart: []int32{0, 1}, ContextLens: []int32{4}, BlockTables: [][]int32{{0}},
-		LogitIndices: []int32{0},
-	}
-	logits := make([]float32, m.Config().VocabSize)
+	m, kv, b, logits := tinyDecodeStep(t, 3)
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +191,24 @@ func TestForwardSteadyStateAllocs(t *testing.T) {
 	}); a != 0 {
 		t.Fatalf("Forward allocates %v times per decode step", a)
 	}
+}
+
+// tinyDecodeStep is the default tiny model with a cache of 4 blocks of 4
+// F16 tokens, a decode batch of token 5 at position pos in block 0 and a
+// logits buffer.
+func tinyDecodeStep(t *testing.T, pos int32) (*Model, *model.KVCache, *model.Batch, []float32) {
+	t.Helper()
+	m := defaultTinyModel(t)
+	kv, err := m.NewKVCache(4, 4, model.KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &model.Batch{
+		Tokens: []int32{5}, Positions: []int32{pos}, SlotMapping: []int32{pos},
+		QueryStart: []int32{0, 1}, ContextLens: []int32{pos + 1}, BlockTables: [][]int32{{0}},
+		LogitIndices: []int32{0},
+	}
+	return m, kv, b, make([]float32, m.Config().VocabSize)
 }
 
 func defaultTinyModel(t *testing.T) *Model {

@@ -12,17 +12,7 @@ import (
 // runs one more, in the last layer (whose output projection runs on the
 // gathered logit rows only).
 func TestDecodeStepPoolJobs(t *testing.T) {
-	m := defaultTinyModel(t)
-	kv, err := m.NewKVCache(4, 4, model.KVF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &model.Batch{
-		Tokens: []int32{5}, Positions: []int32{0}, SlotMapping: []int32{0},
-		QueryStart: []int32{0, 1}, ContextLens: []int32{1}, BlockTables: [][]int32{{0}},
-		LogitIndices: []int32{0},
-	}
-	logits := make([]float32, m.Config().VocabSize)
+	m, kv, b, logits := tinyDecodeStep(t, 0)
 	layers := m.Config().Layers
 	before := m.pool.Jobs()
 	if err := m.Forward(b, kv, logits); err != nil {

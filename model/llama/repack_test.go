@@ -1,7 +1,6 @@
 package llama
 
 import (
-	"math"
 	"testing"
 
 	"pagoda/gguf"
@@ -44,11 +43,7 @@ func TestRepackChoosesLlamaCppTensors(t *testing.T) {
 			logits[i] = prefillLogits(t, m, []int32{1, 17, 42, 99, 7})
 		}
 		for _, i := range []int{0, 2} {
-			var scale, diff float64
-			for j := range logits[i] {
-				scale = max(scale, math.Abs(float64(logits[1][j])))
-				diff = max(diff, math.Abs(float64(logits[i][j]-logits[1][j])))
-			}
+			diff, scale := maxDiff(logits[i], logits[1])
 			if diff > 1e-3*scale {
 				t.Errorf("tied %v, options %d: repacked and plain logits differ by %g (largest |logit| %g)", tied, i, diff, scale)
 			}
