@@ -115,7 +115,7 @@ func (c *Config) validate() error {
 	case c.SwapSpace < 0:
 		return fmt.Errorf("--swap-space must be ≥ 0 bytes, got %d", c.SwapSpace)
 	case c.MaxModelLen < 0:
-		return fmt.Errorf("--max-model-len must be ≥ 1, got %d", c.MaxModelLen)
+		return fmt.Errorf("--max-model-len must be ≥ 1 (0: the model's context length), got %d", c.MaxModelLen)
 	case c.NumBlocksOverride < 0:
 		return fmt.Errorf("--num-gpu-blocks-override must be ≥ 0, got %d", c.NumBlocksOverride)
 	case c.Threads < 0:

@@ -22,6 +22,7 @@ func TestPrefillLimitsConfig(t *testing.T) {
 		{"above max-model-len", 9000, 1, 1, 0, "--long-prefill-token-threshold must be ≤ --max-model-len (8192)"},
 		{"long above partial", 256, 2, 3, 0, "--max-long-partial-prefills must be ≤ --max-num-partial-prefills (2)"},
 		{"negative", -1, 0, 1, 0, "--long-prefill-token-threshold must be ≥ 0"},
+		{"negative long", 0, 0, -1, 0, "--max-long-partial-prefills must be ≥ 1 (0: 1), got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig("m.gguf")

@@ -99,7 +99,7 @@ func (c Config) Validate() error {
 	case c.MaxNumPartialPrefills < 0:
 		return fmt.Errorf("--max-num-partial-prefills must be ≥ 0 (0: no limit), got %d", c.MaxNumPartialPrefills)
 	case c.MaxLongPartialPrefills < 0:
-		return fmt.Errorf("--max-long-partial-prefills must be ≥ 1, got %d", c.MaxLongPartialPrefills)
+		return fmt.Errorf("--max-long-partial-prefills must be ≥ 1 (0: 1), got %d", c.MaxLongPartialPrefills)
 	case c.MaxNumPartialPrefills > 0 && c.MaxLongPartialPrefills > c.MaxNumPartialPrefills:
 		return fmt.Errorf("--max-long-partial-prefills must be ≤ --max-num-partial-prefills (%d), got %d",
 			c.MaxNumPartialPrefills, c.MaxLongPartialPrefills)
