@@ -170,6 +170,7 @@ func avx2() *impl {
 	k.rmsNorm, k.add, k.mul = rmsNormAVX2, addAVX2w, mulAVX2w
 	k.reduceLanes = reduceLanesAVX2w
 	k.attn = attnKernels{scores: scoresF16AVX2w, round: roundF16AVX2w, values: valuesF16AVX2w}
+	k.tiled = tiledAVX2
 	k.toF16 = toF16AVX2w
 	k.rope = ropeAVX2
 	k.silu, k.swiGLU, k.softmax, k.softmaxExp = v.SiLU, v.SwiGLU, v.Softmax, v.SoftmaxExp
@@ -192,6 +193,7 @@ func avx512() *impl {
 	k.silu, k.swiGLU, k.add, k.mul = v.SiLU, v.SwiGLU, addAVX, mulAVX
 	k.reduceLanes = reduceLanesAVX
 	k.attn = attnKernels{scores: scoresF16AVX, round: roundF16AVX, values: valuesF16AVX}
+	k.tiled = tiledAVX512
 	q := quantAVX512
 	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K
 	k.records = q.Records

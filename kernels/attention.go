@@ -132,11 +132,18 @@ const (
 	// and merges partial results, which depends on its thread count and is
 	// not reproduced.
 	AttnFlash
+	// AttnTiled is the fast arithmetic's attention (attention_tiled.go):
+	// float32 scores and probabilities in a fixed order of its own, one
+	// task per (query tile, KV head) sharing each converted cache block
+	// across the tile's tokens and the KV head's query heads. It follows
+	// no llama.cpp path; it is what the fast arithmetic runs.
+	AttnTiled
 )
 
 // Attention computes softmax(Scale·q·Kᵀ)·V for every (token, query head),
-// rounding as a.Mode says, split over the workers by (query tile, head):
-// max(a.Tiles, real tiles)·Heads tasks, the tile→(sequence, tokens) map
+// rounding as a.Mode says, split over the workers by (query tile, head) —
+// (query tile, KV head) for AttnTiled: max(a.Tiles, real tiles)·Heads (or
+// ·KVHeads) tasks, the tile→(sequence, tokens) map
 // built here into a reused buffer. Each (token, head) visits its context
 // positions in order with exactly the arithmetic of a lone token, so a
 // token's result depends only on its own sequence, never on the rest of
@@ -166,7 +173,7 @@ func (p *Pool) planAttention(a *Attention, kv *KVLayer) int {
 		}
 	}
 	p.at.a, p.at.kv, p.at.k, p.at.scratch = a, kv, p.impl, p.scratch
-	return tiles * a.Heads
+	return tiles * a.headTasks(kv)
 }
 
 func checkAttention(a *Attention, kv *KVLayer, n int) {

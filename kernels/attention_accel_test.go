@@ -58,7 +58,7 @@ func TestAttentionSameAsGeneric(t *testing.T) {
 		defer pg.Close()
 		r := newRand(50)
 		for _, typ := range []KVType{KVF16, KVF32, KVBF16} {
-			for _, mode := range []AttnMode{AttnMatMul, AttnFlash} {
+			for _, mode := range []AttnMode{AttnMatMul, AttnFlash, AttnTiled} {
 				for _, hd := range []int{64, 128, 8, 80} {
 					t.Run(fmt.Sprintf("kv%d/mode%d/hd%d", typ, mode, hd), func(t *testing.T) {
 						a, kv := sameAttnCase(r, typ, hd, 6, 2, 16, []int{1, 70, 300}, []int{1, 5, 3})

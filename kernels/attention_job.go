@@ -22,12 +22,16 @@ type attentionJob struct {
 
 func (j *attentionJob) run(worker, task int) {
 	a := j.a
-	t, h := task/a.Heads, task%a.Heads
+	t, h, h1 := j.taskHeads(task)
 	if t >= len(j.tiles) {
 		return // padding tile: beyond the step's real work
 	}
 	tl := j.tiles[t]
 	ws := &j.scratch[worker]
+	if a.Mode == AttnTiled {
+		j.tiled(ws, tl, h, h1)
+		return
+	}
 	ctx := 0
 	for i := tl.first; i < tl.end; i++ {
 		ctx = max(ctx, int(a.Positions[i])+1)

@@ -68,7 +68,7 @@ func newAttnCaseHeads(r *rand.Rand, typ KVType, bs, heads, kvHeads, hd int, ctx,
 
 // reference computes the attention of token i, head h densely in float64
 // from the values the cache holds, with the query rounded to the cache's
-// precision as the kernel does.
+// precision as the kernel does (AttnTiled keeps it in float32).
 func (c *attnCase) reference(s, pos, tok, h int) []float64 {
 	round := func(v float32) float64 {
 		switch c.kv.Type {
@@ -85,7 +85,11 @@ func (c *attnCase) reference(s, pos, tok, h int) []float64 {
 	mx := math.Inf(-1)
 	for j := range scores {
 		for d := range c.hd {
-			scores[j] += round(q[d]) * round(c.k[s][j*stride+kvh*c.hd+d])
+			qd := round(q[d])
+			if c.att.Mode == AttnTiled {
+				qd = float64(q[d])
+			}
+			scores[j] += qd * round(c.k[s][j*stride+kvh*c.hd+d])
 		}
 		scores[j] /= math.Sqrt(float64(c.hd))
 		mx = math.Max(mx, scores[j])
@@ -133,7 +137,7 @@ func TestAttentionMatchesDense(t *testing.T) {
 		p := newPool(3, k)
 		defer p.Close()
 		r := newRand(10)
-		for _, mode := range []AttnMode{AttnFlash, AttnMatMul} {
+		for _, mode := range []AttnMode{AttnFlash, AttnMatMul, AttnTiled} {
 			for _, typ := range []KVType{KVF32, KVF16, KVBF16} {
 				for _, bs := range []int{1, 4, 16} {
 					t.Run(fmt.Sprintf("mode%d/kv%d/bs%d", mode, typ, bs), func(t *testing.T) {
@@ -174,7 +178,7 @@ func checkDense(t *testing.T, p *Pool, c *attnCase) {
 // or in the batch, on any number of threads.
 func TestAttentionInvariance(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
-		for _, mode := range []AttnMode{AttnMatMul, AttnFlash} {
+		for _, mode := range []AttnMode{AttnMatMul, AttnFlash, AttnTiled} {
 			for _, typ := range []KVType{KVF32, KVF16} {
 				t.Run(fmt.Sprintf("mode%d/kv%d", mode, typ), func(t *testing.T) {
 					c := newAttnCase(newRand(11), typ, 4, []int{30, 3, 12}, []int{1, 3, 6})

@@ -8,7 +8,8 @@ import (
 
 // perTokenAttention is the reference the tiled kernel must reproduce bit
 // for bit: one (token, head) at a time, each with its own offset table
-// built position by position, on a single worker.
+// built position by position, on a single worker (AttnTiled: a tile of one
+// token and one query head).
 func perTokenAttention(k *impl, a *Attention, kv *KVLayer) {
 	j := attentionJob{a: a, kv: kv, k: k, scratch: make([]workerScratch, 1)}
 	ws := &j.scratch[0]
@@ -17,6 +18,10 @@ func perTokenAttention(k *impl, a *Attention, kv *KVLayer) {
 		table := a.BlockTables[s]
 		for i := int(a.QueryStart[s]); i < int(a.QueryStart[s+1]); i++ {
 			for h := range a.Heads {
+				if a.Mode == AttnTiled {
+					j.tiled(ws, attnTile{seq: int32(s), first: int32(i), end: int32(i + 1)}, h, h+1)
+					continue
+				}
 				head := h / (a.Heads / kv.KVHeads) * hd
 				ws.offs = make([]int, a.Positions[i]+1)
 				for p := range ws.offs {
@@ -49,7 +54,7 @@ func TestAttentionTilesBeyondRealWork(t *testing.T) {
 		defer p.Close()
 		r := newRand(77)
 		for _, typ := range []KVType{KVF16, KVF32, KVBF16} {
-			for _, mode := range []AttnMode{AttnMatMul, AttnFlash} {
+			for _, mode := range []AttnMode{AttnMatMul, AttnFlash, AttnTiled} {
 				for _, shape := range [][2]int{{1, 1}, {1, 40}, {4, 40}, {8, 8}, {5, 70}} {
 					n, m := shape[0], shape[1]
 					t.Run(fmt.Sprintf("kv%d/mode%d/%dseqs%dtokens", typ, mode, n, m), func(t *testing.T) {

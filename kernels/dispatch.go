@@ -45,6 +45,7 @@ type impl struct {
 	softmaxExp  func(x []float32, mx float32) float64
 	reduceLanes func(out, lanes []float32)
 	attn        attnKernels // whole-context attention kernels, if any
+	tiled       tiledKernels
 	silu        func(dst, x []float32)
 	swiGLU      func(dst, gate, up []float32)
 	add         func(dst, x []float32)
@@ -79,6 +80,7 @@ var generic = &impl{
 	softmax:     softmaxGeneric,
 	softmaxExp:  softmaxExp,
 	reduceLanes: reduceLanes,
+	tiled:       genericTiled,
 	silu:        siluGeneric,
 	swiGLU:      swiGLUGeneric,
 	add:         addGeneric,

@@ -59,13 +59,13 @@ func (j *attnProjJob) finishPhase() {
 
 func (j *attnProjJob) run(worker, task int) {
 	j.at.run(worker, task)
-	t, h := task/j.at.a.Heads, task%j.at.a.Heads
+	t, h0, h1 := j.at.taskHeads(task)
 	if !j.epilogue || t >= len(j.at.tiles) {
 		return
 	}
 	tl, hd := j.at.tiles[t], j.at.kv.HeadDim
-	j.wo.convertCols(&j.subs[worker], int(tl.first), int(tl.end), h*hd, (h+1)*hd)
+	j.wo.convertCols(&j.subs[worker], int(tl.first), int(tl.end), h0*hd, h1*hd)
 	if j.ahead {
-		j.wo.sAheadCols(h*hd, (h+1)*hd)
+		j.wo.sAheadCols(h0*hd, h1*hd)
 	}
 }

@@ -235,6 +235,8 @@ var attnProjCases = []struct {
 	{AttnFlash, 32, []int{5, 9, 30}, []int{1, 3, 20}},
 	{AttnMatMul, 16, []int{5, 9, 30}, []int{1, 3, 20}},
 	{AttnFlash, 16, []int{7}, []int{1}},
+	{AttnTiled, 32, []int{5, 9, 30}, []int{1, 3, 20}},
+	{AttnTiled, 32, []int{40}, []int{40}},
 }
 
 // TestAttentionMatMul: AttentionMatMul equals Attention then MatMul bit

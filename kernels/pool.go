@@ -62,6 +62,7 @@ type workerScratch struct {
 	acc    []float32 // (headDim) AttnFlash accumulator, F32 and BF16 caches
 	acc16  []uint16  // (headDim) AttnFlash accumulator, F16 and F32 caches
 	k16    []uint16  // (headDim) halves: the query being rounded to F16; AttnFlash: an F32 cache's K or V row
+	block  []float32 // (16, headDim rounded up to 16) AttnTiled: one converted block of K or V rows
 }
 
 // NewPool starts a pool of threads workers (the caller counts as one).

@@ -45,6 +45,8 @@ var families = map[string]func(){
 	"attnavx2":   genAttnAVX2,
 	"kfast":      genKFast,
 	"kfastavx2":  genKFastAVX2,
+	"tiled":      genTiled,
+	"tiledavx2":  genTiledAVX2,
 }
 
 func main() {

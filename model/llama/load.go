@@ -18,8 +18,11 @@ func init() {
 		model.Register(arch, func(f *gguf.File, o model.LoadOptions) (model.Model, error) {
 			opt := Options{Threads: o.Threads, ExactArithmetic: o.ExactArithmetic, NoRepack: o.NoRepack,
 				TensorParallel: o.TensorParallel}
-			if o.FlashAttention {
+			switch {
+			case o.FlashAttention:
 				opt.Attention = kernels.AttnFlash
+			case !o.ExactArithmetic && !o.NoRepack:
+				opt.Attention = kernels.AttnTiled // the fast arithmetic's attention
 			}
 			return New(f, opt)
 		})
@@ -34,7 +37,9 @@ type Options struct {
 	// reproduces bit for bit: kernels.AttnMatMul (the default: flash
 	// attention off, as llama-cpp-python runs it; the SmolLM2 reference) or
 	// kernels.AttnFlash (llama-server's default; the stories260K
-	// references).
+	// references), or kernels.AttnTiled, the fast arithmetic's own (what
+	// a model loaded through model.Load runs unless ExactArithmetic or
+	// FlashAttention is set).
 	Attention kernels.AttnMode
 	// ExactArithmetic multiplies the matrices with llama.cpp's arithmetic
 	// (see model.LoadOptions and packWeights) instead of the fast one.

@@ -1,0 +1,293 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Kernels of the fast arithmetic's attention (AttnTiled, see the kernels
+// package's attention_tiled.go): a block of 16 cache positions converted
+// once into the block layout (element 16m+l of position p at float
+// (16m+p)·16+l), the 16 scores of a block as sixteen fused dot products
+// reduced together (each as reduce16), and the weighted values of a block
+// accumulated into one row. hp, the padded head dimension, is a positive
+// multiple of 16.
+
+// tiledISA is what the AVX-512 and AVX2 tiled kernels differ in.
+type tiledISA struct {
+	name  string
+	lanes int // float32 lanes per register
+	vec   func() reg.VecVirtual
+}
+
+var (
+	tiledZMM = tiledISA{"AVX512", 16, ZMM}
+	tiledYMM = tiledISA{"AVX2", 8, YMM}
+)
+
+func genTiled() {
+	genTiledBlockF16(tiledZMM)
+	genTiledScoresZMM()
+	genTiledValues(tiledZMM)
+}
+
+func genTiledAVX2() {
+	genTiledBlockF16(tiledYMM)
+	genTiledScoresYMM()
+	genTiledValues(tiledYMM)
+}
+
+// genTiledBlockF16: the F16 rows at offs[p] (p < n ≤ 16, hd a positive
+// multiple of 16 elements each) in the block layout, positions n..15 zero.
+func genTiledBlockF16(w tiledISA) {
+	name := "tiledBlockF16" + w.name
+	TEXT(name, NOSPLIT, "func(dst *float32, src *uint16, offs *int, n, hd int)")
+	Doc(name + " converts the F16 rows src[offs[p]:][:hd] (p < n ≤ 16, hd a positive multiple of 16) into dst in the tiled block layout, zeroing positions n..15.")
+	Pragma("noescape")
+	dst, src, offs, n, hd := loadGP("dst"), loadGP("src"), loadGP("offs"), loadGP("n"), loadGP("hd")
+	SHRQ(U8(4), hd) // chunks of 16
+	z := w.vec()
+	VXORPS(z, z, z)
+	p := GP64()
+	XORQ(p, p)
+	Label(name + "_pos")
+	dp, m := GP64(), GP64()
+	MOVQ(p, dp)
+	SHLQ(U8(6), dp)
+	ADDQ(dst, dp)
+	MOVQ(hd, m)
+	CMPQ(p, n)
+	JGE(LabelRef(name + "_zero"))
+	sp := GP64()
+	MOVQ(Mem{Base: offs, Index: p, Scale: 8}, sp)
+	LEAQ(Mem{Base: src, Index: sp, Scale: 2}, sp)
+	Label(name + "_chunk")
+	for i := 0; i < 16; i += w.lanes {
+		x := w.vec()
+		VCVTPH2PS(Mem{Base: sp, Disp: 2 * i}, x)
+		VMOVUPS(x, Mem{Base: dp, Disp: 4 * i})
+	}
+	ADDQ(U8(32), sp)
+	ADDQ(U32(1024), dp)
+	DECQ(m)
+	JNZ(LabelRef(name + "_chunk"))
+	JMP(LabelRef(name + "_next"))
+	Label(name + "_zero")
+	for i := 0; i < 16; i += w.lanes {
+		VMOVUPS(z, Mem{Base: dp, Disp: 4 * i})
+	}
+	ADDQ(U32(1024), dp)
+	DECQ(m)
+	JNZ(LabelRef(name + "_zero"))
+	Label(name + "_next")
+	INCQ(p)
+	CMPQ(p, U8(16))
+	JL(LabelRef(name + "_pos"))
+	VZEROUPPER()
+	RET()
+}
+
+// tiledAccFor is the accumulator register of position p in the AVX-512
+// scores kernel: the transposing reduction leaves accumulator 4j+k in
+// lane 4k+j, so position p is kept in 4·(p mod 4) + p/4.
+func tiledAccFor(p int) int { return 4*(p%4) + p/4 }
+
+// genTiledScoresZMM: out[p] = reduce16(lane_p)·scale for the 16 positions
+// of a block, one ZMM accumulator per position (lane l of position p takes
+// q[16m+l]·k_p[16m+l], the first as a product, then fused in m order),
+// reduced all together by a transposing tree whose every lane adds as
+// reduce16: (v[i] + v[i+8]), then + (i+4), then (q0+q2) + (q1+q3).
+func genTiledScoresZMM() {
+	name := "tiledScoresAVX512"
+	TEXT(name, NOSPLIT, "func(out, q, kb *float32, hp int, scale float32, n int) float32")
+	Doc(name + scoresDoc)
+	Pragma("noescape")
+	out, q, kb, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	sc := bcastArg("scale")
+	SHRQ(U8(4), hp)
+	acc := make([]reg.VecVirtual, 16)
+	qz := ZMM()
+	VMOVUPS(Mem{Base: q}, qz)
+	for p := range 16 {
+		i := tiledAccFor(p)
+		acc[i] = ZMM()
+		VMULPS(Mem{Base: kb, Disp: 64 * p}, qz, acc[i])
+	}
+	DECQ(hp)
+	JZ(LabelRef(name + "_reduce"))
+	Label(name + "_chunk")
+	ADDQ(U8(64), q)
+	ADDQ(U32(1024), kb)
+	VMOVUPS(Mem{Base: q}, qz)
+	for p := range 16 {
+		VFMADD231PS(Mem{Base: kb, Disp: 64 * p}, qz, acc[tiledAccFor(p)])
+	}
+	DECQ(hp)
+	JNZ(LabelRef(name + "_chunk"))
+	Label(name + "_reduce")
+	// pairs of registers, combined by a 128-bit or a 32-bit shuffle of two
+	// sources (Intel's imm: low half from src1, high half from src2).
+	pairs := func(v []reg.VecVirtual, shuf func(imm uint8, b, a, x reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
+		var r []reg.VecVirtual
+		for i := 0; i < len(v); i += 2 {
+			x, y := ZMM(), ZMM()
+			shuf(lo, v[i+1], v[i], x)
+			shuf(hi, v[i+1], v[i], y)
+			VADDPS(y, x, x)
+			r = append(r, x)
+		}
+		return r
+	}
+	f128 := func(imm uint8, b, a, x reg.VecVirtual) { VSHUFF32X4(U8(imm), b, a, x) }
+	f32 := func(imm uint8, b, a, x reg.VecVirtual) { VSHUFPS(U8(imm), b, a, x) }
+	c := pairs(acc, f128, 0x44, 0xEE) // chunks: v[0..3]+v[8..11], v[4..7]+v[12..15] of each
+	e := pairs(c, f128, 0x88, 0xDD)   // chunk k of e[j]: h[i]+h[i+4] of accumulator 4j+k
+	f := pairs(e, f32, 0x44, 0xEE)    // q0+q2, q1+q3
+	g := pairs(f, f32, 0x88, 0xDD)    // lane 4k+j: accumulator 4j+k's sum
+	VMULPS(sc, g[0], g[0])
+	VMOVUPS(g[0], Mem{Base: out})
+	// the largest of out[p], p < n: the other lanes replaced by −∞
+	n, bits := loadGP("n"), GP64()
+	MOVQ(U32(0xFFFF), bits)
+	BZHIQ(n, bits, bits)
+	k := K()
+	KMOVW(bits.As32(), k)
+	mx := ZMM()
+	VBROADCASTSS(constU32("tiledNegInf", 0xFF800000), mx)
+	VMOVAPS(g[0], k, mx)
+	h := YMM()
+	VEXTRACTF32X8(U8(1), mx, h)
+	VMAXPS(h, mx.AsY(), h)
+	x := XMM()
+	VEXTRACTF32X4(U8(1), h, x)
+	VMAXPS(x, h.AsX(), x)
+	t := XMM()
+	VPERMILPS(U8(0x4e), x, t)
+	VMAXPS(t, x, x)
+	VPERMILPS(U8(0xb1), x, t)
+	VMAXPS(t, x, x)
+	Store(x, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+const scoresDoc = " sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16 positions of the block kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n = 0)."
+
+// genTiledScoresYMM: genTiledScoresZMM on YMM pairs (lanes 0..7 and
+// 8..15 of a position), four positions at a time, each reduced alone.
+func genTiledScoresYMM() {
+	name := "tiledScoresAVX2"
+	TEXT(name, NOSPLIT, "func(out, q, kb *float32, hp int, scale float32, n int) float32")
+	Doc(name + scoresDoc)
+	Pragma("noescape")
+	out0, q0, kb0, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	sx := XMM()
+	Load(Param("scale"), sx)
+	SHRQ(U8(4), hp)
+	out := GP64()
+	MOVQ(out0, out)
+	quad := GP64()
+	MOVQ(U32(4), quad)
+	Label(name + "_quad")
+	q, kb, m := GP64(), GP64(), GP64()
+	MOVQ(q0, q)
+	MOVQ(kb0, kb)
+	MOVQ(hp, m)
+	lo, hi := YMM(), YMM()
+	VMOVUPS(Mem{Base: q}, lo)
+	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
+	acc := make([]reg.VecVirtual, 8)
+	for p := range 4 {
+		acc[2*p], acc[2*p+1] = YMM(), YMM()
+		VMULPS(Mem{Base: kb, Disp: 64 * p}, lo, acc[2*p])
+		VMULPS(Mem{Base: kb, Disp: 64*p + 32}, hi, acc[2*p+1])
+	}
+	DECQ(m)
+	JZ(LabelRef(name + "_reduce"))
+	Label(name + "_chunk")
+	ADDQ(U8(64), q)
+	ADDQ(U32(1024), kb)
+	VMOVUPS(Mem{Base: q}, lo)
+	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
+	for p := range 4 {
+		VFMADD231PS(Mem{Base: kb, Disp: 64 * p}, lo, acc[2*p])
+		VFMADD231PS(Mem{Base: kb, Disp: 64*p + 32}, hi, acc[2*p+1])
+	}
+	DECQ(m)
+	JNZ(LabelRef(name + "_chunk"))
+	Label(name + "_reduce")
+	for p := range 4 {
+		s := reduce16V(acc[2*p], acc[2*p+1])
+		VMULSS(sx, s, s)
+		VMOVSS(s, Mem{Base: out, Disp: 4 * p})
+	}
+	ADDQ(U8(16), out)
+	ADDQ(U32(256), kb0)
+	DECQ(quad)
+	JNZ(LabelRef(name + "_quad"))
+	// the largest of out[p], p < n, one at a time
+	n, mx := loadGP("n"), XMM()
+	VMOVSS(constU32("tiledNegInfV", 0xFF800000), mx)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_max_done"))
+	Label(name + "_max")
+	VMAXSS(Mem{Base: out0}, mx, mx)
+	ADDQ(U8(4), out0)
+	DECQ(n)
+	JNZ(LabelRef(name + "_max"))
+	Label(name + "_max_done")
+	Store(mx, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// genTiledValues: acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order,
+// vb in the block layout: 64 elements (four independent chains of 16
+// lanes) at a time, then 16.
+func genTiledValues(w tiledISA) {
+	name := "tiledValues" + w.name
+	TEXT(name, NOSPLIT, "func(acc, e, vb *float32, n, hp int)")
+	Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb (hp a positive multiple of 16, n ≥ 1).")
+	Pragma("noescape")
+	acc, e, vb, n, hp := loadGP("acc"), loadGP("e"), loadGP("vb"), loadGP("n"), loadGP("hp")
+	SHRQ(U8(4), hp) // chunks of 16 left
+	step := func(label string, chunks int) {
+		Label(name + "_" + label)
+		CMPQ(hp, U8(chunks))
+		JL(LabelRef(name + "_" + label + "_end"))
+		regs := 16 * chunks / w.lanes
+		a := make([]reg.VecVirtual, regs)
+		for i := range a {
+			a[i] = w.vec()
+			VMOVUPS(Mem{Base: acc, Disp: 4 * w.lanes * i}, a[i])
+		}
+		ep, vp, k := GP64(), GP64(), GP64()
+		MOVQ(e, ep)
+		MOVQ(vb, vp)
+		MOVQ(n, k)
+		Label(name + "_" + label + "_pos")
+		wt := w.vec()
+		VBROADCASTSS(Mem{Base: ep}, wt)
+		for i := range a {
+			c, l := i*w.lanes/16, i*w.lanes%16 // chunk, first lane
+			VFMADD231PS(Mem{Base: vp, Disp: 1024*c + 4*l}, wt, a[i])
+		}
+		ADDQ(U8(4), ep)
+		ADDQ(U8(64), vp)
+		DECQ(k)
+		JNZ(LabelRef(name + "_" + label + "_pos"))
+		for i := range a {
+			VMOVUPS(a[i], Mem{Base: acc, Disp: 4 * w.lanes * i})
+		}
+		ADDQ(U32(64*chunks), acc)
+		ADDQ(U32(1024*chunks), vb)
+		SUBQ(U8(chunks), hp)
+		JMP(LabelRef(name + "_" + label))
+		Label(name + "_" + label + "_end")
+	}
+	step("four", 4)
+	step("one", 1)
+	VZEROUPPER()
+	RET()
+}

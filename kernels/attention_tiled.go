@@ -1,0 +1,202 @@
+package kernels
+
+import "math"
+
+// AttnTiled: the fast arithmetic's attention (attentionJob.tiled). One
+// task computes one query tile for every query head of one KV head
+// (Heads/KVHeads heads sharing its K and V rows, grouped-query attention),
+// converting each block of 16 cache positions to float32 once for all of
+// the task's rows (token, head) instead of once per row, and computing the
+// scores of a block as sixteen fused dot products reduced together.
+//
+// The arithmetic of one row (token i, query head h, context c = its
+// position + 1), with hp the head dimension rounded up to 16 (q and the
+// rows zero-padded):
+//
+//	lane[l]  = q[l]·k[l]; then lane[l] = fma(q[16m+l], k[16m+l], lane[l])
+//	           for m = 1..hp/16−1             (per position p < c)
+//	s[p]     = reduce16(lane)·Scale
+//	e[p]     = exp(s[p] − max s) as softmaxExp (max: the largest s[p] by
+//	           >, whichever zero if the largest is zero) over s padded with −∞ to a
+//	           multiple of 16, which also returns the sum S
+//	acc[d]   = fma(e[p], v[p][d], acc[d]) for p = 0..c−1 in order, from 0
+//	out[d]   = acc[d]·float32(1/S)
+//
+// q, K and V are used at their stored precision (the query is not rounded
+// to the cache type, the probabilities are not rounded). Every row depends
+// only on its own query, its context and the cache, never on the tile, the
+// batch or the thread count; every implementation reproduces the generic
+// kernels bit for bit (TestAttentionSameAsGeneric).
+
+// tiledKernels are an implementation's kernels of AttnTiled; the generic
+// ones are the reference.
+type tiledKernels struct {
+	// blockF16 converts the F16 rows at offs (at most 16, each hd ≥ 1
+	// elements) into dst in the block layout: element 16m+l of position p
+	// at dst[(16m+p)·16+l], m < hp/16; positions past len(offs) and
+	// elements past hd are zero.
+	blockF16 func(dst []float32, src []uint16, offs []int, hd int)
+	// scores sets out[p] = reduce16(lane_p)·scale for the 16 positions of a
+	// block (len(q) = hp, a multiple of 16; kb in the block layout) and
+	// returns the largest of out[p] for p < n (−∞ for n = 0).
+	scores func(out, q, kb []float32, scale float32, n int) float32
+	// values sets acc[d] = fma(e[p], v[p][d], acc[d]) for p < len(e) ≤ 16
+	// in order, vb in the block layout (len(acc) = hp).
+	values func(acc, e, vb []float32)
+}
+
+var genericTiled = tiledKernels{blockF16: blockF16Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}
+
+// blockF16Generic is tiledKernels.blockF16.
+func blockF16Generic(dst []float32, src []uint16, offs []int, hd int) {
+	blockRows(dst, offs, hd, func(off, d int) float32 { return f16Table[src[off+d]] })
+}
+
+// blockRows fills dst in the block layout with at(offs[p], d).
+func blockRows(dst []float32, offs []int, hd int, at func(off, d int) float32) {
+	hp := (hd + 15) &^ 15
+	dst = dst[:16*hp]
+	clear(dst)
+	for p, off := range offs {
+		for d := range hd {
+			dst[(d/16*16+p)*16+d%16] = at(off, d)
+		}
+	}
+}
+
+// tiledScoresGeneric is tiledKernels.scores.
+func tiledScoresGeneric(out, q, kb []float32, scale float32, n int) float32 {
+	for p := range 16 {
+		var lane [16]float32
+		for m := 0; m < len(q)/16; m++ {
+			k := kb[(16*m+p)*16:][:16]
+			for l := range lane {
+				if m == 0 {
+					lane[l] = q[l] * k[l]
+				} else {
+					lane[l] = fma32(q[16*m+l], k[l], lane[l])
+				}
+			}
+		}
+		out[p] = reduce16(&lane) * scale
+	}
+	m := float32(math.Inf(-1))
+	for _, s := range out[:n] {
+		if s > m {
+			m = s
+		}
+	}
+	return m
+}
+
+// tiledValuesGeneric is tiledKernels.values.
+func tiledValuesGeneric(acc, e, vb []float32) {
+	for m := 0; m < len(acc)/16; m++ {
+		a := acc[16*m:][:16]
+		for p, w := range e {
+			v := vb[(16*m+p)*16:][:16]
+			for l := range a {
+				a[l] = fma32(w, v[l], a[l])
+			}
+		}
+	}
+}
+
+// headTasks is the number of tasks per query tile: one per KV head for
+// AttnTiled, one per query head otherwise.
+func (a *Attention) headTasks(kv *KVLayer) int {
+	if a.Mode == AttnTiled {
+		return kv.KVHeads
+	}
+	return a.Heads
+}
+
+// taskHeads returns the query tile of task and its query heads h0 ≤ h < h1.
+func (j *attentionJob) taskHeads(task int) (t, h0, h1 int) {
+	n := j.a.headTasks(j.kv)
+	t, g := task/n, task%n
+	per := j.a.Heads / n
+	return t, g * per, (g + 1) * per
+}
+
+// tiled computes tile tl for query heads h0 ≤ h < h1 (one KV head's).
+func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
+	a, kv, tk := j.a, j.kv, &j.k.tiled
+	hd := kv.HeadDim
+	hp := (hd + 15) &^ 15
+	heads := h1 - h0
+	first, rows := int(tl.first), int(tl.end-tl.first)*heads
+	ctx := 0
+	for i := tl.first; i < tl.end; i++ {
+		ctx = max(ctx, int(a.Positions[i])+1)
+	}
+	offs := j.offsets(ws, a.BlockTables[tl.seq], ctx, h0)
+	width := (ctx + 15) &^ 15
+	ws.scores = grow(ws.scores, rows*width)
+	ws.acc = grow(ws.acc, rows*hp+2*rows)
+	ws.block = grow(ws.block, 16*hp)
+	acc, inv, mx := ws.acc[:rows*hp], ws.acc[rows*hp:][:rows], ws.acc[rows*hp+rows:][:rows]
+	for r := range mx {
+		mx[r] = float32(math.Inf(-1))
+	}
+	// row r is token first + r/heads, query head h0 + r%heads.
+	qrow := func(r int) []float32 {
+		q := a.Q[((first+r/heads)*a.Heads+h0+r%heads)*hd:][:hd]
+		if hd == hp {
+			return q
+		}
+		ws.q = grow(ws.q, hp)
+		clear(ws.q[hd:hp])
+		copy(ws.q, q)
+		return ws.q[:hp]
+	}
+	ctxOf := func(r int) int { return int(a.Positions[first+r/heads]) + 1 }
+	for b := 0; b < ctx; b += 16 {
+		j.block(ws.block, kv.K16, kv.K32, offs[b:min(b+16, ctx)], hd)
+		for r := range rows {
+			if c := ctxOf(r); c > b {
+				m := tk.scores(ws.scores[r*width+b:][:16], qrow(r), ws.block, a.Scale, min(c-b, 16))
+				if m > mx[r] {
+					mx[r] = m
+				}
+			}
+		}
+	}
+	for r := range rows {
+		c := ctxOf(r)
+		sc := ws.scores[r*width:][:(c+15)&^15]
+		for p := c; p < len(sc); p++ {
+			sc[p] = float32(math.Inf(-1))
+		}
+		inv[r] = float32(1 / j.k.softmaxExp(sc, mx[r]))
+	}
+	clear(acc)
+	for b := 0; b < ctx; b += 16 {
+		j.block(ws.block, kv.V16, kv.V32, offs[b:min(b+16, ctx)], hd)
+		for r := range rows {
+			if n := min(ctxOf(r)-b, 16); n > 0 {
+				tk.values(acc[r*hp:][:hp], ws.scores[r*width+b:][:n], ws.block)
+			}
+		}
+	}
+	for r := range rows {
+		out := a.Out[((first+r/heads)*a.Heads+h0+r%heads)*hd:][:hd]
+		for d, v := range acc[r*hp:][:hd] {
+			out[d] = v * inv[r]
+		}
+	}
+	ws.offs = offs
+}
+
+// block converts the cache rows at offs (K or V: x16 for the 16-bit
+// caches, x32 for F32) into dst in the block layout.
+func (j *attentionJob) block(dst []float32, x16 []uint16, x32 []float32, offs []int, hd int) {
+	switch j.kv.Type {
+	case KVF16:
+		j.k.tiled.blockF16(dst, x16, offs, hd)
+	case KVBF16:
+		blockRows(dst, offs, hd, func(off, d int) float32 { return BF16ToF32(x16[off+d]) })
+	default:
+		blockRows(dst, offs, hd, func(off, d int) float32 { return x32[off+d] })
+	}
+}

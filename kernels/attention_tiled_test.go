@@ -1,0 +1,54 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestTiledKernels: each implementation's AttnTiled kernels equal the
+// generic ones bit for bit, for every padded head size the loops split
+// differently (one chunk, four, four and a rest), partial blocks, and the
+// scores' maximum over every count of valid positions.
+func TestTiledKernels(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		r := newRand(91)
+		for _, hd := range []int{16, 48, 64, 80, 128, 8} {
+			hp := (hd + 15) &^ 15
+			t.Run(fmt.Sprintf("hd%d", hd), func(t *testing.T) {
+				cache := make([]uint16, 40*hd)
+				for i, v := range randVec(r, len(cache), 2) {
+					cache[i] = F32ToF16(v)
+				}
+				for _, n := range []int{16, 1, 7} {
+					offs := r.Perm(40)[:n]
+					for i := range offs {
+						offs[i] *= hd
+					}
+					want, got := nanVec(16*hp), nanVec(16*hp)
+					genericTiled.blockF16(want, cache, offs, hd)
+					k.tiled.blockF16(got, cache, offs, hd)
+					checkSameF32(t, "block", got, want)
+
+					q := randVec(r, hp, 1)
+					for cnt := 0; cnt <= 16; cnt++ {
+						sw, sg := nanVec(16), nanVec(16)
+						mw := genericTiled.scores(sw, q, want, 0.125, cnt)
+						mg := k.tiled.scores(sg, q, want, 0.125, cnt)
+						checkSameF32(t, "scores", sg, sw)
+						checkSameF32(t, fmt.Sprintf("max of %d", cnt), []float32{mg}, []float32{mw})
+						if cnt == 0 && !math.IsInf(float64(mg), -1) {
+							t.Fatalf("max of no scores = %v, want −Inf", mg)
+						}
+					}
+					e := randVec(r, n, 1)
+					aw := randVec(r, hp, 1)
+					ag := append([]float32(nil), aw...)
+					genericTiled.values(aw, e, want)
+					k.tiled.values(ag, e, want)
+					checkSameF32(t, "values", ag, aw)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,55 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The AttnTiled kernels of the AVX-512 and AVX2 implementations
+// (tiled_amd64.s, tiledavx2_amd64.s); block conversion of head sizes that
+// are not a multiple of 16 stays generic.
+
+var (
+	tiledAVX512 = tiledKernels{
+		blockF16: func(dst []float32, src []uint16, offs []int, hd int) {
+			tiledBlockWith(tiledBlockF16AVX512, dst, src, offs, hd)
+		},
+		scores: func(out, q, kb []float32, scale float32, n int) float32 {
+			return tiledScoresWith(tiledScoresAVX512, out, q, kb, scale, n)
+		},
+		values: func(acc, e, vb []float32) { tiledValuesWith(tiledValuesAVX512, acc, e, vb) },
+	}
+	tiledAVX2 = tiledKernels{
+		blockF16: func(dst []float32, src []uint16, offs []int, hd int) {
+			tiledBlockWith(tiledBlockF16AVX2, dst, src, offs, hd)
+		},
+		scores: func(out, q, kb []float32, scale float32, n int) float32 {
+			return tiledScoresWith(tiledScoresAVX2, out, q, kb, scale, n)
+		},
+		values: func(acc, e, vb []float32) { tiledValuesWith(tiledValuesAVX2, acc, e, vb) },
+	}
+)
+
+func tiledBlockWith(asm func(dst *float32, src *uint16, offs *int, n, hd int), dst []float32, src []uint16, offs []int, hd int) {
+	if hd%16 != 0 || len(offs) == 0 {
+		blockF16Generic(dst, src, offs, hd)
+		return
+	}
+	_ = dst[16*hd-1]
+	for _, off := range offs {
+		_ = src[off+hd-1] // every row read lies in src
+	}
+	asm(&dst[0], &src[0], &offs[0], len(offs), hd)
+}
+
+func tiledScoresWith(asm func(out, q, kb *float32, hp int, scale float32, n int) float32, out, q, kb []float32, scale float32, n int) float32 {
+	hp := len(q)
+	_, _ = out[15], kb[16*hp-1]
+	return asm(&out[0], &q[0], &kb[0], hp, scale, min(max(n, 0), 16))
+}
+
+func tiledValuesWith(asm func(acc, e, vb *float32, n, hp int), acc, e, vb []float32) {
+	hp := len(acc)
+	if len(e) == 0 {
+		return
+	}
+	_ = vb[16*hp-1]
+	asm(&acc[0], &e[0], &vb[0], len(e), hp)
+}
