@@ -102,9 +102,10 @@ type Model interface {
 type LoadOptions struct {
 	Threads int // kernel worker threads; ≤ 0 means GOMAXPROCS
 	// FlashAttention follows llama.cpp's flash-attention arithmetic
-	// (llama-server's default) instead of its unfused path (the default,
-	// as llama-cpp-python runs it). Both are exact reproductions; they
-	// round differently.
+	// (llama-server's default) instead of its unfused path (as
+	// llama-cpp-python runs it: the default with ExactArithmetic). Both are
+	// exact reproductions; they round differently. Without either, the
+	// fast arithmetic's own attention runs (kernels.AttnTiled).
 	FlashAttention bool
 	// ExactArithmetic multiplies the weights with llama.cpp's arithmetic
 	// of its default configuration, bit for bit: Q4_0 matrices that
