@@ -119,18 +119,48 @@ func (j *attentionJob) taskHeads(task int) (t, h0, h1 int) {
 	return t, g * per, (g + 1) * per
 }
 
+// tiledScratch bounds the scores a task keeps (rows × context, in
+// floats): a tile's rows are taken in groups that fit it, each group
+// converting the cache blocks it reads once. A variable for the tests.
+var tiledScratch = 1 << 18
+
 // tiled computes tile tl for query heads h0 ≤ h < h1 (one KV head's).
 func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
-	a, kv, tk := j.a, j.kv, &j.k.tiled
-	hd := kv.HeadDim
-	hp := (hd + 15) &^ 15
-	heads := h1 - h0
-	first, rows := int(tl.first), int(tl.end-tl.first)*heads
+	a, heads := j.a, h1-h0
 	ctx := 0
 	for i := tl.first; i < tl.end; i++ {
 		ctx = max(ctx, int(a.Positions[i])+1)
 	}
 	offs := j.offsets(ws, a.BlockTables[tl.seq], ctx, h0)
+	rows := int(tl.end-tl.first) * heads
+	per := max(1, tiledScratch/((ctx+15)&^15))
+	for r0 := 0; r0 < rows; r0 += per {
+		j.tiledRows(ws, tiledRows{first: int(tl.first), h0: h0, heads: heads, r0: r0, r1: min(r0+per, rows)}, offs)
+	}
+	ws.offs = offs
+}
+
+// tiledRows is a group of a task's rows: row r (r0 ≤ r < r1) is token
+// first + r/heads, query head h0 + r%heads.
+type tiledRows struct{ first, h0, heads, r0, r1 int }
+
+// at returns the offset of row r's vector in Q and Out.
+func (g tiledRows) at(a *Attention, r, hd int) int {
+	return ((g.first+r/g.heads)*a.Heads + g.h0 + r%g.heads) * hd
+}
+
+// tiledRows computes the rows of g over the cache rows at offs (the
+// context of the tile's last token).
+func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
+	a, kv, tk := j.a, j.kv, &j.k.tiled
+	hd := kv.HeadDim
+	hp := (hd + 15) &^ 15
+	rows := g.r1 - g.r0
+	ctxOf := func(r int) int { return int(a.Positions[g.first+(g.r0+r)/g.heads]) + 1 }
+	ctx := 0
+	for r := range rows {
+		ctx = max(ctx, ctxOf(r))
+	}
 	width := (ctx + 15) &^ 15
 	ws.scores = grow(ws.scores, rows*width)
 	ws.acc = grow(ws.acc, rows*hp+2*rows)
@@ -139,9 +169,8 @@ func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
 	for r := range mx {
 		mx[r] = float32(math.Inf(-1))
 	}
-	// row r is token first + r/heads, query head h0 + r%heads.
 	qrow := func(r int) []float32 {
-		q := a.Q[((first+r/heads)*a.Heads+h0+r%heads)*hd:][:hd]
+		q := a.Q[g.at(a, g.r0+r, hd):][:hd]
 		if hd == hp {
 			return q
 		}
@@ -150,7 +179,6 @@ func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
 		copy(ws.q, q)
 		return ws.q[:hp]
 	}
-	ctxOf := func(r int) int { return int(a.Positions[first+r/heads]) + 1 }
 	for b := 0; b < ctx; b += 16 {
 		j.block(ws.block, kv.K16, kv.K32, offs[b:min(b+16, ctx)], hd)
 		for r := range rows {
@@ -180,12 +208,11 @@ func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
 		}
 	}
 	for r := range rows {
-		out := a.Out[((first+r/heads)*a.Heads+h0+r%heads)*hd:][:hd]
+		out := a.Out[g.at(a, g.r0+r, hd):][:hd]
 		for d, v := range acc[r*hp:][:hd] {
 			out[d] = v * inv[r]
 		}
 	}
-	ws.offs = offs
 }
 
 // block converts the cache rows at offs (K or V: x16 for the 16-bit

@@ -52,3 +52,23 @@ func TestTiledKernels(t *testing.T) {
 		}
 	})
 }
+
+// TestTiledRowGroups: a tile whose rows are taken in groups (the scores'
+// scratch bound) gives the same bits as one group.
+func TestTiledRowGroups(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, k *impl) {
+		p := newPool(2, k)
+		defer p.Close()
+		a, kv := sameAttnCase(newRand(93), KVF16, 64, 8, 2, 16, []int{1, 70, 300}, []int{1, 16, 33})
+		a.Mode = AttnTiled
+		p.Attention(a, kv)
+		want := append([]float32(nil), a.Out...)
+		defer func(b int) { tiledScratch = b }(tiledScratch)
+		for _, budget := range []int{1, 320, 1000} { // 1, 1 and 3 rows of the longest context
+			tiledScratch = budget
+			clear(a.Out)
+			p.Attention(a, kv)
+			checkSameF32(t, fmt.Sprintf("scratch %d", budget), a.Out, want)
+		}
+	})
+}
