@@ -176,7 +176,7 @@ func avx2() *impl {
 	k.silu, k.swiGLU, k.softmax, k.softmaxExp = v.SiLU, v.SwiGLU, v.Softmax, v.SoftmaxExp
 	q := quantAVX2
 	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K
-	k.records = q.Records
+	k.records, k.fastRecords = q.Records, q.FastRecords
 	return &k
 }
 
@@ -196,7 +196,7 @@ func avx512() *impl {
 	k.tiled = tiledAVX512
 	q := quantAVX512
 	k.quantize[actQ8_0], k.quantize[actQ8_1], k.quantize[actQ8K] = q.Q8_0, q.Q8_1, q.Q8K
-	k.records = q.Records
+	k.records, k.fastRecords = q.Records, q.FastRecords
 	return &k
 }
 

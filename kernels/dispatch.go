@@ -25,6 +25,9 @@ type impl struct {
 	fast [numTypes]*blockGEMM
 	// records writes one quantized row's gemm32 records (see gemm.go).
 	records func(rec []byte, row *actRow, bias int32)
+	// fastRecords, if set, writes the fastRec records of the 32-element
+	// fast types (fast_records.go) as their writers do.
+	fastRecords func(rec []byte, row *actRow, bias int32, min bool)
 
 	dotF32   func(a, b []float32) float32
 	dotF16   func(a []float32, b []uint16) float32

@@ -68,6 +68,12 @@ type fastTraits struct {
 type fastRecords struct {
 	size  int                           // bytes per block
 	write func(rec []byte, row *actRow) // the records of one converted row
+	// blocks32 marks the fastRec formats of the 32-element block types
+	// (fast_records.go), which implementations may write with their own
+	// kernel (impl.fastRecords): x = −bias·Σqs, or d·Σqs with min.
+	blocks32 bool
+	bias     int32
+	min      bool
 }
 
 // Fast returns w marked for the fast arithmetic when its type has one and
@@ -126,9 +132,9 @@ func interleaveRows(w Weight) []byte {
 
 // fastRecordRows writes the fast records of rows [t0, t1) of a into
 // a.rec, already sized. Disjoint ranges may run concurrently.
-func (a *actRows) fastRecordRows(r *fastRecords, block, t0, t1 int) {
+func (a *actRows) fastRecordRows(k *impl, r *fastRecords, block, t0, t1 int) {
 	stride := a.cols / block * r.size
 	for t := t0; t < t1; t++ {
-		r.write(a.rec[t*stride:(t+1)*stride], &a.rows[t])
+		k.writeFast(r, a.rec[t*stride:(t+1)*stride], &a.rows[t])
 	}
 }

@@ -17,11 +17,21 @@ import (
 const fastRec = 40
 
 var (
-	recordsBias8   = &fastRecords{size: fastRec, write: recordsBias(8)}   // Q4_0: q−8
-	recordsBias16  = &fastRecords{size: fastRec, write: recordsBias(16)}  // Q5_0: q−16
-	recordsBias128 = &fastRecords{size: fastRec, write: recordsBias(128)} // Q8_0: VPDPBUSD's q+128
-	recordsMin     = &fastRecords{size: fastRec, write: writeRecordsMin}  // Q4_1, Q5_1
+	recordsBias8   = &fastRecords{size: fastRec, write: recordsBias(8), blocks32: true, bias: 8}     // Q4_0: q−8
+	recordsBias16  = &fastRecords{size: fastRec, write: recordsBias(16), blocks32: true, bias: 16}   // Q5_0: q−16
+	recordsBias128 = &fastRecords{size: fastRec, write: recordsBias(128), blocks32: true, bias: 128} // Q8_0: VPDPBUSD's q+128
+	recordsMin     = &fastRecords{size: fastRec, write: writeRecordsMin, blocks32: true, min: true}  // Q4_1, Q5_1
 )
+
+// writeFast writes row's records of format r into rec: with k's record
+// kernel when it has one for the format (the same bytes as r.write).
+func (k *impl) writeFast(r *fastRecords, rec []byte, row *actRow) {
+	if !r.blocks32 || k.fastRecords == nil {
+		r.write(rec, row)
+		return
+	}
+	k.fastRecords(rec, row, r.bias, r.min)
+}
 
 // recordsBias returns the writer of records whose x is −bias·Σqs: the
 // kernels feed the weights to unsigned products as q+bias.

@@ -59,7 +59,7 @@ func (j *matmulJob) convertCols(sub *actRow, t0, t1, c0, c1 int) {
 		rb, size := g.recordSize()
 		rec := a.rec[t*(a.cols/rb)*size:][c0/rb*size : c1/rb*size]
 		if g.fast != nil {
-			g.fast.rec.write(rec, sub)
+			j.k.writeFast(g.fast.rec, rec, sub)
 		} else {
 			j.k.records(rec, sub, g.bias)
 		}

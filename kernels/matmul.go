@@ -89,7 +89,7 @@ func (j *matmulJob) convert(t0, t1 int) {
 	case g.kq:
 		j.act.recordsKRows(t0, t1)
 	case g.fast != nil:
-		j.act.fastRecordRows(g.fast.rec, g.fast.block, t0, t1)
+		j.act.fastRecordRows(j.k, g.fast.rec, g.fast.block, t0, t1)
 	default:
 		j.act.records32Rows(j.k, g.bias, t0, t1)
 	}

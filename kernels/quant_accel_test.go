@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
@@ -133,6 +134,33 @@ func TestRecordsSameAsGeneric(t *testing.T) {
 					if a.rec[i] != g.rec[i] {
 						t.Fatalf("kind %d bias %d: byte %d = %#x, generic %#x", kind, bias, i, a.rec[i], g.rec[i])
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestFastRecordsSameAsGeneric: each implementation's record kernel
+// writes the bytes of the formats' Go writers, every bias and the
+// minimum's float x, extreme quants included.
+func TestFastRecordsSameAsGeneric(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		if k.fastRecords == nil {
+			t.Skip("no record kernel")
+		}
+		r := newRand(95)
+		for _, nb := range []int{1, 3, 18} {
+			row := actRow{qs: make([]int8, 32*nb), d: randVec(r, nb, 1)}
+			for i := range row.qs {
+				row.qs[i] = int8(r.IntN(256) - 128)
+			}
+			row.qs[0], row.qs[1] = -128, 127
+			for _, f := range []*fastRecords{recordsBias8, recordsBias16, recordsBias128, recordsMin} {
+				want, got := make([]byte, nb*fastRec), make([]byte, nb*fastRec)
+				f.write(want, &row)
+				k.writeFast(f, got, &row)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%d blocks, bias %d min %v: records differ\n got %x\nwant %x", nb, f.bias, f.min, got, want)
 				}
 			}
 		}

@@ -7,16 +7,35 @@ package kernels
 // methods have the generic kernels' signatures and contracts: whole blocks
 // in assembly, after bounds checks in Go.
 type quantISA struct {
-	q8_0    func(x *float32, qs *int8, d *float32, nb int)
-	q8_1    func(x *float32, qs *int8, d, s *float32, nb int)
-	q8K     func(x *float32, qs *int8, d *float32, bsums *int16, nb int)
-	records func(qs *int8, d, s *float32, rec *byte, nb int, bias int32)
+	q8_0     func(x *float32, qs *int8, d *float32, nb int)
+	q8_1     func(x *float32, qs *int8, d, s *float32, nb int)
+	q8K      func(x *float32, qs *int8, d *float32, bsums *int16, nb int)
+	records  func(qs *int8, d, s *float32, rec *byte, nb int, bias int32)
+	fastBias func(qs *int8, d *float32, rec *byte, nb int, bias int32)
+	fastMin  func(qs *int8, d *float32, rec *byte, nb int)
 }
 
 var (
-	quantAVX512 = &quantISA{quantizeQ8_0AVX512, quantizeQ8_1AVX512, quantizeQ8KAVX512, records32AVX512}
-	quantAVX2   = &quantISA{quantizeQ8_0AVX2, quantizeQ8_1AVX2, quantizeQ8KAVX2, records32AVX2}
+	quantAVX512 = &quantISA{quantizeQ8_0AVX512, quantizeQ8_1AVX512, quantizeQ8KAVX512, records32AVX512,
+		fastRecordsBiasAVX512, fastRecordsMinAVX512}
+	quantAVX2 = &quantISA{quantizeQ8_0AVX2, quantizeQ8_1AVX2, quantizeQ8KAVX2, records32AVX2,
+		fastRecordsBiasAVX2, fastRecordsMinAVX2}
 )
+
+// FastRecords is writeRecords with recordsBias(bias)'s x, or
+// writeRecordsMin's with min.
+func (k *quantISA) FastRecords(rec []byte, row *actRow, bias int32, min bool) {
+	nb := len(row.d)
+	if nb == 0 {
+		return
+	}
+	_, _ = row.qs[nb*32-1], rec[nb*fastRec-1]
+	if min {
+		k.fastMin(&row.qs[0], &row.d[0], &rec[0], nb)
+	} else {
+		k.fastBias(&row.qs[0], &row.d[0], &rec[0], nb, bias)
+	}
+}
 
 // Q8_0 is quantizeQ8_0Generic.
 func (k *quantISA) Q8_0(dst *actRow, x []float32) {

@@ -503,3 +503,80 @@ GLOBL i127<>(SB), RODATA|NOPTR, $4
 
 DATA one<>+0(SB)/4, $0x3f800000
 GLOBL one<>(SB), RODATA|NOPTR, $4
+
+// func fastRecordsBiasAVX512(qs *int8, d *float32, rec *byte, nb int, bias int32)
+// Requires: AVX, AVX2, AVX512VNNI
+TEXT ·fastRecordsBiasAVX512(SB), NOSPLIT, $0-36
+	MOVQ    qs+0(FP), AX
+	MOVQ    d+8(FP), CX
+	MOVQ    rec+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	MOVL    bias+32(FP), SI
+	NEGL    SI
+	MOVLQSX SI, SI
+	TESTQ   BX, BX
+	JZ      fastRecordsBiasAVX512_done
+
+fastRecordsBiasAVX512_block:
+	VMOVDQU      (AX), Y0
+	VMOVDQU      Y0, (DX)
+	VPBROADCASTD bytes01<>+0(SB), Y2
+	VPXORD       Y1, Y1, Y1
+	VPDPBUSD     Y0, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPADDD       X0, X1, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVSS       (CX), X1
+	VMOVD        X0, DI
+	IMULL        SI, DI
+	MOVL         DI, 32(DX)
+	VMOVSS       X1, 36(DX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x04, CX
+	ADDQ         $0x28, DX
+	DECQ         BX
+	JNZ          fastRecordsBiasAVX512_block
+
+fastRecordsBiasAVX512_done:
+	VZEROUPPER
+	RET
+
+// func fastRecordsMinAVX512(qs *int8, d *float32, rec *byte, nb int)
+// Requires: AVX, AVX2, AVX512VNNI
+TEXT ·fastRecordsMinAVX512(SB), NOSPLIT, $0-32
+	MOVQ  qs+0(FP), AX
+	MOVQ  d+8(FP), CX
+	MOVQ  rec+16(FP), DX
+	MOVQ  nb+24(FP), BX
+	TESTQ BX, BX
+	JZ    fastRecordsMinAVX512_done
+
+fastRecordsMinAVX512_block:
+	VMOVDQU      (AX), Y0
+	VMOVDQU      Y0, (DX)
+	VPBROADCASTD bytes01<>+0(SB), Y2
+	VPXORD       Y1, Y1, Y1
+	VPDPBUSD     Y0, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPADDD       X0, X1, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVSS       (CX), X1
+	VCVTDQ2PS    X0, X0
+	VMULSS       X1, X0, X0
+	VMOVSS       X0, 32(DX)
+	VMOVSS       X1, 36(DX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x04, CX
+	ADDQ         $0x28, DX
+	DECQ         BX
+	JNZ          fastRecordsMinAVX512_block
+
+fastRecordsMinAVX512_done:
+	VZEROUPPER
+	RET

@@ -23,3 +23,13 @@ func records32AVX512(qs *int8, d *float32, s *float32, rec *byte, nb int, bias i
 //
 //go:noescape
 func quantizeQ8KAVX512(x *float32, qs *int8, d *float32, bsums *int16, nb int)
+
+// fastRecordsBiasAVX512 writes the fast kernels' activation records of nb blocks of quants qs with scales d.
+//
+//go:noescape
+func fastRecordsBiasAVX512(qs *int8, d *float32, rec *byte, nb int, bias int32)
+
+// fastRecordsMinAVX512 writes the fast kernels' activation records of nb blocks of quants qs with scales d.
+//
+//go:noescape
+func fastRecordsMinAVX512(qs *int8, d *float32, rec *byte, nb int)

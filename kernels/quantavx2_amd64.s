@@ -746,3 +746,80 @@ GLOBL i127x8<>(SB), RODATA|NOPTR, $32
 
 DATA one<>+0(SB)/4, $0x3f800000
 GLOBL one<>(SB), RODATA|NOPTR, $4
+
+// func fastRecordsBiasAVX2(qs *int8, d *float32, rec *byte, nb int, bias int32)
+// Requires: AVX, AVX2
+TEXT ·fastRecordsBiasAVX2(SB), NOSPLIT, $0-36
+	MOVQ    qs+0(FP), AX
+	MOVQ    d+8(FP), CX
+	MOVQ    rec+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	MOVL    bias+32(FP), SI
+	NEGL    SI
+	MOVLQSX SI, SI
+	TESTQ   BX, BX
+	JZ      fastRecordsBiasAVX2_done
+
+fastRecordsBiasAVX2_block:
+	VMOVDQU      (AX), Y0
+	VMOVDQU      Y0, (DX)
+	VMOVDQU      bytes01x8<>+0(SB), Y1
+	VPMADDUBSW   Y0, Y1, Y0
+	VPMADDWD     words01x8<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X1, X0, X1
+	VPSHUFD      $0x4e, X1, X0
+	VPADDD       X0, X1, X1
+	VPSHUFD      $0xb1, X1, X0
+	VPADDD       X0, X1, X1
+	VMOVSS       (CX), X0
+	VMOVD        X1, DI
+	IMULL        SI, DI
+	MOVL         DI, 32(DX)
+	VMOVSS       X0, 36(DX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x04, CX
+	ADDQ         $0x28, DX
+	DECQ         BX
+	JNZ          fastRecordsBiasAVX2_block
+
+fastRecordsBiasAVX2_done:
+	VZEROUPPER
+	RET
+
+// func fastRecordsMinAVX2(qs *int8, d *float32, rec *byte, nb int)
+// Requires: AVX, AVX2
+TEXT ·fastRecordsMinAVX2(SB), NOSPLIT, $0-32
+	MOVQ  qs+0(FP), AX
+	MOVQ  d+8(FP), CX
+	MOVQ  rec+16(FP), DX
+	MOVQ  nb+24(FP), BX
+	TESTQ BX, BX
+	JZ    fastRecordsMinAVX2_done
+
+fastRecordsMinAVX2_block:
+	VMOVDQU      (AX), Y0
+	VMOVDQU      Y0, (DX)
+	VMOVDQU      bytes01x8<>+0(SB), Y1
+	VPMADDUBSW   Y0, Y1, Y0
+	VPMADDWD     words01x8<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X1, X0, X1
+	VPSHUFD      $0x4e, X1, X0
+	VPADDD       X0, X1, X1
+	VPSHUFD      $0xb1, X1, X0
+	VPADDD       X0, X1, X1
+	VMOVSS       (CX), X0
+	VCVTDQ2PS    X1, X1
+	VMULSS       X0, X1, X1
+	VMOVSS       X1, 32(DX)
+	VMOVSS       X0, 36(DX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x04, CX
+	ADDQ         $0x28, DX
+	DECQ         BX
+	JNZ          fastRecordsMinAVX2_block
+
+fastRecordsMinAVX2_done:
+	VZEROUPPER
+	RET

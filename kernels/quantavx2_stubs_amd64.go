@@ -23,3 +23,13 @@ func records32AVX2(qs *int8, d *float32, s *float32, rec *byte, nb int, bias int
 //
 //go:noescape
 func quantizeQ8KAVX2(x *float32, qs *int8, d *float32, bsums *int16, nb int)
+
+// fastRecordsBiasAVX2 writes the fast kernels' activation records of nb blocks of quants qs with scales d.
+//
+//go:noescape
+func fastRecordsBiasAVX2(qs *int8, d *float32, rec *byte, nb int, bias int32)
+
+// fastRecordsMinAVX2 writes the fast kernels' activation records of nb blocks of quants qs with scales d.
+//
+//go:noescape
+func fastRecordsMinAVX2(qs *int8, d *float32, rec *byte, nb int)

@@ -16,6 +16,8 @@ func genQuant() {
 	genQuantQ8("quantizeQ8_1AVX512", true)
 	genRecords32()
 	genQuantQ8K()
+	genFastRecords("AVX512", false, sum4VNNI)
+	genFastRecords("AVX512", true, sum4VNNI)
 }
 
 func genQuantQ8(name string, withSum bool) {
@@ -293,4 +295,75 @@ func hsumZ(v reg.VecVirtual) reg.VecVirtual {
 	VPADDD(x, y.AsX(), x)
 	hsumI32(x)
 	return x
+}
+
+// genFastRecords: the fast kernels' activation records (fastRec bytes per
+// block: the 32 quants, x, d) of nb blocks of one row, x = −bias·Σq
+// (int32) or, with min, float32(d·float32(Σq)). Σq is exact in int32 in
+// any order; sum4 leaves the sums of each four quants in the 8 dwords of a
+// YMM register (VPDPBUSD with ones on AVX-512 VNNI, VPMADDUBSW and
+// VPMADDWD on AVX2).
+func genFastRecords(isa string, min bool, sum4 func(q, c reg.VecVirtual)) {
+	name := "fastRecordsBias" + isa
+	sig := "func(qs *int8, d *float32, rec *byte, nb int, bias int32)"
+	if min {
+		name, sig = "fastRecordsMin"+isa, "func(qs *int8, d *float32, rec *byte, nb int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " writes the fast kernels' activation records of nb blocks of quants qs with scales d.")
+	Pragma("noescape")
+	qs, d, rec, n := loadGP("qs"), loadGP("d"), loadGP("rec"), loadGP("nb")
+	var nbias reg.GPVirtual
+	if !min {
+		b := GP32()
+		Load(Param("bias"), b)
+		NEGL(b)
+		nbias = GP64()
+		MOVLQSX(b, nbias)
+	}
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_block")
+	q, c := YMM(), YMM()
+	VMOVDQU(Mem{Base: qs}, q)
+	VMOVDQU(q, Mem{Base: rec})
+	sum4(q, c)
+	x := XMM()
+	VEXTRACTI128(U8(1), c, x)
+	VPADDD(x, c.AsX(), x)
+	u := XMM()
+	VPSHUFD(U8(0x4e), x, u)
+	VPADDD(u, x, x)
+	VPSHUFD(U8(0xb1), x, u)
+	VPADDD(u, x, x) // Σq in every lane
+	dx := XMM()
+	VMOVSS(Mem{Base: d}, dx)
+	if min {
+		VCVTDQ2PS(x, x)
+		VMULSS(dx, x, x)
+		VMOVSS(x, Mem{Base: rec, Disp: 32})
+	} else {
+		s := GP64()
+		VMOVD(x, s.As32())
+		IMULL(nbias.As32(), s.As32())
+		MOVL(s.As32(), Mem{Base: rec, Disp: 32})
+	}
+	VMOVSS(dx, Mem{Base: rec, Disp: 36})
+	ADDQ(U8(32), qs)
+	ADDQ(U8(4), d)
+	ADDQ(U8(40), rec)
+	DECQ(n)
+	JNZ(LabelRef(name + "_block"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// sum4VNNI: c = the sums of each four signed bytes of q (VPDPBUSD with
+// unsigned ones).
+func sum4VNNI(q, c reg.VecVirtual) {
+	ones := YMM()
+	VPBROADCASTD(constU32("bytes01", 0x01010101), ones)
+	zero(c)
+	vpdpbusd(q, ones, c)
 }

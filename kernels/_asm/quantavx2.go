@@ -17,6 +17,17 @@ func genQuantAVX2() {
 	genQuantQ8V("quantizeQ8_1AVX2", true)
 	genRecords32V()
 	genQuantQ8KV()
+	genFastRecords("AVX2", false, sum4AVX2)
+	genFastRecords("AVX2", true, sum4AVX2)
+}
+
+// sum4AVX2: c = the sums of each four signed bytes of q: pairs by
+// VPMADDUBSW with unsigned ones (|2·128| fits int16), then VPMADDWD.
+func sum4AVX2(q, c reg.VecVirtual) {
+	ones := YMM()
+	VMOVDQU(vec8u("bytes01x8", 0x01010101), ones)
+	VPMADDUBSW(q, ones, c)
+	VPMADDWD(vec8u("words01x8", 0x00010001), c, c)
 }
 
 // absV sets v = |v| (in place).
