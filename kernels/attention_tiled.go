@@ -36,14 +36,20 @@ type tiledKernels struct {
 	// at dst[(16m+p)·16+l], m < hp/16; positions past len(offs) and
 	// elements past hd are zero.
 	blockF16 func(dst []float32, src []uint16, offs []int, hd int)
-	// scores sets out[p] = reduce16(lane_p)·scale for the 16 positions of a
-	// block (len(q) = hp, a multiple of 16; kb in the block layout) and
-	// returns the largest of out[p] for p < n (−∞ for n = 0).
+	// scores sets out[p] = reduce16(lane_p)·scale for the positions of
+	// len(out)/16 consecutive blocks in kb (len(q) = hp, a multiple of 16;
+	// block i at kb[16·hp·i:]) and returns the largest of out[p] for p < n
+	// (−∞ for n = 0; 16·(blocks−1) < n ≤ 16·blocks otherwise).
 	scores func(out, q, kb []float32, scale float32, n int) float32
-	// values sets acc[d] = fma(e[p], v[p][d], acc[d]) for p < len(e) ≤ 16
-	// in order, vb in the block layout (len(acc) = hp).
+	// values sets acc[d] = fma(e[p], v[p][d], acc[d]) for p < len(e) in
+	// order, position p in block p/16 of vb (len(acc) = hp).
 	values func(acc, e, vb []float32)
 }
+
+// tiledChunk is the number of blocks the kernels take per call: 4 blocks
+// of K or V (16 KiB of float32 at a head size of 64) stay in L1 while a
+// task's rows read them.
+const tiledChunk = 4
 
 var genericTiled = tiledKernels{blockF16: blockF16Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}
 
@@ -66,10 +72,11 @@ func blockRows(dst []float32, offs []int, hd int, at func(off, d int) float32) {
 
 // tiledScoresGeneric is tiledKernels.scores.
 func tiledScoresGeneric(out, q, kb []float32, scale float32, n int) float32 {
-	for p := range 16 {
+	hp := len(q)
+	for p := range out {
 		var lane [16]float32
-		for m := 0; m < len(q)/16; m++ {
-			k := kb[(16*m+p)*16:][:16]
+		for m := 0; m < hp/16; m++ {
+			k := kb[p/16*16*hp+(16*m+p%16)*16:][:16]
 			for l := range lane {
 				if m == 0 {
 					lane[l] = q[l] * k[l]
@@ -91,10 +98,11 @@ func tiledScoresGeneric(out, q, kb []float32, scale float32, n int) float32 {
 
 // tiledValuesGeneric is tiledKernels.values.
 func tiledValuesGeneric(acc, e, vb []float32) {
-	for m := 0; m < len(acc)/16; m++ {
+	hp := len(acc)
+	for m := 0; m < hp/16; m++ {
 		a := acc[16*m:][:16]
 		for p, w := range e {
-			v := vb[(16*m+p)*16:][:16]
+			v := vb[p/16*16*hp+(16*m+p%16)*16:][:16]
 			for l := range a {
 				a[l] = fma32(w, v[l], a[l])
 			}
@@ -164,7 +172,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	width := (ctx + 15) &^ 15
 	ws.scores = grow(ws.scores, rows*width)
 	ws.acc = grow(ws.acc, rows*hp+2*rows)
-	ws.block = grow(ws.block, 16*hp)
+	ws.block = grow(ws.block, tiledChunk*16*hp)
 	acc, inv, mx := ws.acc[:rows*hp], ws.acc[rows*hp:][:rows], ws.acc[rows*hp+rows:][:rows]
 	for r := range mx {
 		mx[r] = float32(math.Inf(-1))
@@ -179,11 +187,13 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		copy(ws.q, q)
 		return ws.q[:hp]
 	}
-	for b := 0; b < ctx; b += 16 {
-		j.block(ws.block, kv.K16, kv.K32, offs[b:min(b+16, ctx)], hd)
+	const chunk = 16 * tiledChunk
+	for b := 0; b < ctx; b += chunk {
+		j.blocks(ws.block, kv.K16, kv.K32, offs[b:min(b+chunk, ctx)], hd)
 		for r := range rows {
 			if c := ctxOf(r); c > b {
-				m := tk.scores(ws.scores[r*width+b:][:16], qrow(r), ws.block, a.Scale, min(c-b, 16))
+				n := min(c-b, chunk)
+				m := tk.scores(ws.scores[r*width+b:][:(n+15)&^15], qrow(r), ws.block, a.Scale, n)
 				if m > mx[r] {
 					mx[r] = m
 				}
@@ -199,10 +209,10 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		inv[r] = float32(1 / j.k.softmaxExp(sc, mx[r]))
 	}
 	clear(acc)
-	for b := 0; b < ctx; b += 16 {
-		j.block(ws.block, kv.V16, kv.V32, offs[b:min(b+16, ctx)], hd)
+	for b := 0; b < ctx; b += chunk {
+		j.blocks(ws.block, kv.V16, kv.V32, offs[b:min(b+chunk, ctx)], hd)
 		for r := range rows {
-			if n := min(ctxOf(r)-b, 16); n > 0 {
+			if n := min(ctxOf(r)-b, chunk); n > 0 {
 				tk.values(acc[r*hp:][:hp], ws.scores[r*width+b:][:n], ws.block)
 			}
 		}
@@ -212,6 +222,15 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		for d, v := range acc[r*hp:][:hd] {
 			out[d] = v * inv[r]
 		}
+	}
+}
+
+// blocks converts the cache rows at offs (K or V, at most tiledChunk
+// blocks of them) into consecutive blocks of dst, the last one padded.
+func (j *attentionJob) blocks(dst []float32, x16 []uint16, x32 []float32, offs []int, hd int) {
+	size := 16 * ((hd + 15) &^ 15)
+	for i := 0; i < len(offs); i += 16 {
+		j.block(dst[i/16*size:][:size], x16, x32, offs[i:min(i+16, len(offs))], hd)
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 
 // TestTiledKernels: each implementation's AttnTiled kernels equal the
 // generic ones bit for bit, for every padded head size the loops split
-// differently (one chunk, four, four and a rest), partial blocks, and the
-// scores' maximum over every count of valid positions.
+// differently (one chunk, four, four and a rest), partial blocks, one to
+// three blocks per call, and the scores' maximum over every count of
+// valid positions.
 func TestTiledKernels(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		r := newRand(91)
@@ -30,23 +31,29 @@ func TestTiledKernels(t *testing.T) {
 					k.tiled.blockF16(got, cache, offs, hd)
 					checkSameF32(t, "block", got, want)
 
+					// three blocks: this one and two more, as a chunk
+					chunk := append(append([]float32(nil), want...), randVec(r, 32*hp, 1)...)
 					q := randVec(r, hp, 1)
-					for cnt := 0; cnt <= 16; cnt++ {
-						sw, sg := nanVec(16), nanVec(16)
-						mw := genericTiled.scores(sw, q, want, 0.125, cnt)
-						mg := k.tiled.scores(sg, q, want, 0.125, cnt)
-						checkSameF32(t, "scores", sg, sw)
-						checkSameF32(t, fmt.Sprintf("max of %d", cnt), []float32{mg}, []float32{mw})
-						if cnt == 0 && !math.IsInf(float64(mg), -1) {
-							t.Fatalf("max of no scores = %v, want −Inf", mg)
+					for nb := 1; nb <= 3; nb++ {
+						for cnt := 0; cnt <= 16*nb; cnt++ {
+							sw, sg := nanVec(16*nb), nanVec(16*nb)
+							mw := genericTiled.scores(sw, q, chunk, 0.125, cnt)
+							mg := k.tiled.scores(sg, q, chunk, 0.125, cnt)
+							checkSameF32(t, "scores", sg, sw)
+							checkSameF32(t, fmt.Sprintf("max of %d in %d blocks", cnt, nb), []float32{mg}, []float32{mw})
+							if cnt == 0 && !math.IsInf(float64(mg), -1) {
+								t.Fatalf("max of no scores = %v, want −Inf", mg)
+							}
 						}
 					}
-					e := randVec(r, n, 1)
-					aw := randVec(r, hp, 1)
-					ag := append([]float32(nil), aw...)
-					genericTiled.values(aw, e, want)
-					k.tiled.values(ag, e, want)
-					checkSameF32(t, "values", ag, aw)
+					for _, ne := range []int{n, 16 + n, 32 + n} {
+						e := randVec(r, ne, 1)
+						aw := randVec(r, hp, 1)
+						ag := append([]float32(nil), aw...)
+						genericTiled.values(aw, e, chunk)
+						k.tiled.values(ag, e, chunk)
+						checkSameF32(t, fmt.Sprintf("values of %d", ne), ag, aw)
+					}
 				}
 			})
 		}

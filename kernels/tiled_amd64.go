@@ -2,6 +2,8 @@
 
 package kernels
 
+import "math"
+
 // The AttnTiled kernels of the AVX-512 and AVX2 implementations
 // (tiled_amd64.s, tiledavx2_amd64.s); block conversion of head sizes that
 // are not a multiple of 16 stays generic.
@@ -39,10 +41,13 @@ func tiledBlockWith(asm func(dst *float32, src *uint16, offs *int, n, hd int), d
 	asm(&dst[0], &src[0], &offs[0], len(offs), hd)
 }
 
-func tiledScoresWith(asm func(out, q, kb *float32, hp int, scale float32, n int) float32, out, q, kb []float32, scale float32, n int) float32 {
-	hp := len(q)
-	_, _ = out[15], kb[16*hp-1]
-	return asm(&out[0], &q[0], &kb[0], hp, scale, min(max(n, 0), 16))
+func tiledScoresWith(asm func(out, q, kb *float32, hp int, scale float32, n, nb int) float32, out, q, kb []float32, scale float32, n int) float32 {
+	hp, nb := len(q), len(out)/16
+	if nb == 0 {
+		return float32(math.Inf(-1))
+	}
+	_ = kb[nb*16*hp-1]
+	return asm(&out[0], &q[0], &kb[0], hp, scale, min(n, 16*nb), nb)
 }
 
 func tiledValuesWith(asm func(acc, e, vb *float32, n, hp int), acc, e, vb []float32) {
@@ -50,6 +55,6 @@ func tiledValuesWith(asm func(acc, e, vb *float32, n, hp int), acc, e, vb []floa
 	if len(e) == 0 {
 		return
 	}
-	_ = vb[16*hp-1]
+	_ = vb[(len(e)+15)/16*16*hp-1]
 	asm(&acc[0], &e[0], &vb[0], len(e), hp)
 }

@@ -48,69 +48,70 @@ tiledBlockF16AVX512_next:
 	VZEROUPPER
 	RET
 
-// func tiledScoresAVX512(out *float32, q *float32, kb *float32, hp int, scale float32, n int) float32
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, BMI2, SSE
-TEXT ·tiledScoresAVX512(SB), NOSPLIT, $0-52
+// func tiledScoresAVX512(out *float32, q *float32, kb *float32, hp int, scale float32, n int, nb int) float32
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, BMI2, CMOV, SSE
+TEXT ·tiledScoresAVX512(SB), NOSPLIT, $0-60
 	MOVQ         out+0(FP), AX
 	MOVQ         q+8(FP), CX
 	MOVQ         kb+16(FP), DX
 	MOVQ         hp+24(FP), BX
+	MOVQ         n+40(FP), SI
+	MOVQ         nb+48(FP), DI
 	MOVSS        scale+32(FP), X0
 	VBROADCASTSS X0, Z0
 	SHRQ         $0x04, BX
-	VMOVUPS      (CX), Z1
-	VMULPS       (DX), Z1, Z2
-	VMULPS       64(DX), Z1, Z3
-	VMULPS       128(DX), Z1, Z4
-	VMULPS       192(DX), Z1, Z5
-	VMULPS       256(DX), Z1, Z6
-	VMULPS       320(DX), Z1, Z7
-	VMULPS       384(DX), Z1, Z8
-	VMULPS       448(DX), Z1, Z9
-	VMULPS       512(DX), Z1, Z10
-	VMULPS       576(DX), Z1, Z11
-	VMULPS       640(DX), Z1, Z12
-	VMULPS       704(DX), Z1, Z13
-	VMULPS       768(DX), Z1, Z14
-	VMULPS       832(DX), Z1, Z15
-	VMULPS       896(DX), Z1, Z16
-	VMULPS       960(DX), Z1, Z17
-	DECQ         BX
-	JZ           tiledScoresAVX512_reduce
+	VBROADCASTSS tiledNegInf<>+0(SB), Z1
+
+tiledScoresAVX512_block:
+	MOVQ    CX, R8
+	MOVQ    BX, R9
+	VMOVUPS (R8), Z2
+	VMULPS  (DX), Z2, Z3
+	VMULPS  64(DX), Z2, Z4
+	VMULPS  128(DX), Z2, Z5
+	VMULPS  192(DX), Z2, Z6
+	VMULPS  256(DX), Z2, Z7
+	VMULPS  320(DX), Z2, Z8
+	VMULPS  384(DX), Z2, Z9
+	VMULPS  448(DX), Z2, Z10
+	VMULPS  512(DX), Z2, Z11
+	VMULPS  576(DX), Z2, Z12
+	VMULPS  640(DX), Z2, Z13
+	VMULPS  704(DX), Z2, Z14
+	VMULPS  768(DX), Z2, Z15
+	VMULPS  832(DX), Z2, Z16
+	VMULPS  896(DX), Z2, Z17
+	VMULPS  960(DX), Z2, Z18
+	DECQ    R9
+	JZ      tiledScoresAVX512_reduce
 
 tiledScoresAVX512_chunk:
-	ADDQ        $0x40, CX
+	ADDQ        $0x40, R8
 	ADDQ        $0x00000400, DX
-	VMOVUPS     (CX), Z1
-	VFMADD231PS (DX), Z1, Z2
-	VFMADD231PS 64(DX), Z1, Z3
-	VFMADD231PS 128(DX), Z1, Z4
-	VFMADD231PS 192(DX), Z1, Z5
-	VFMADD231PS 256(DX), Z1, Z6
-	VFMADD231PS 320(DX), Z1, Z7
-	VFMADD231PS 384(DX), Z1, Z8
-	VFMADD231PS 448(DX), Z1, Z9
-	VFMADD231PS 512(DX), Z1, Z10
-	VFMADD231PS 576(DX), Z1, Z11
-	VFMADD231PS 640(DX), Z1, Z12
-	VFMADD231PS 704(DX), Z1, Z13
-	VFMADD231PS 768(DX), Z1, Z14
-	VFMADD231PS 832(DX), Z1, Z15
-	VFMADD231PS 896(DX), Z1, Z16
-	VFMADD231PS 960(DX), Z1, Z17
-	DECQ        BX
+	VMOVUPS     (R8), Z2
+	VFMADD231PS (DX), Z2, Z3
+	VFMADD231PS 64(DX), Z2, Z4
+	VFMADD231PS 128(DX), Z2, Z5
+	VFMADD231PS 192(DX), Z2, Z6
+	VFMADD231PS 256(DX), Z2, Z7
+	VFMADD231PS 320(DX), Z2, Z8
+	VFMADD231PS 384(DX), Z2, Z9
+	VFMADD231PS 448(DX), Z2, Z10
+	VFMADD231PS 512(DX), Z2, Z11
+	VFMADD231PS 576(DX), Z2, Z12
+	VFMADD231PS 640(DX), Z2, Z13
+	VFMADD231PS 704(DX), Z2, Z14
+	VFMADD231PS 768(DX), Z2, Z15
+	VFMADD231PS 832(DX), Z2, Z16
+	VFMADD231PS 896(DX), Z2, Z17
+	VFMADD231PS 960(DX), Z2, Z18
+	DECQ        R9
 	JNZ         tiledScoresAVX512_chunk
 
 tiledScoresAVX512_reduce:
-	VSHUFF32X4    $0x44, Z6, Z2, Z1
-	VSHUFF32X4    $0xee, Z6, Z2, Z2
-	VADDPS        Z2, Z1, Z1
-	VSHUFF32X4    $0x44, Z14, Z10, Z2
-	VSHUFF32X4    $0xee, Z14, Z10, Z6
-	VADDPS        Z6, Z2, Z2
-	VSHUFF32X4    $0x44, Z7, Z3, Z6
+	VSHUFF32X4    $0x44, Z7, Z3, Z2
 	VSHUFF32X4    $0xee, Z7, Z3, Z3
-	VADDPS        Z3, Z6, Z6
+	VADDPS        Z3, Z2, Z2
 	VSHUFF32X4    $0x44, Z15, Z11, Z3
 	VSHUFF32X4    $0xee, Z15, Z11, Z7
 	VADDPS        Z7, Z3, Z3
@@ -126,44 +127,60 @@ tiledScoresAVX512_reduce:
 	VSHUFF32X4    $0x44, Z17, Z13, Z5
 	VSHUFF32X4    $0xee, Z17, Z13, Z9
 	VADDPS        Z9, Z5, Z5
-	VSHUFF32X4    $0x88, Z2, Z1, Z9
-	VSHUFF32X4    $0xdd, Z2, Z1, Z1
-	VADDPS        Z1, Z9, Z9
-	VSHUFF32X4    $0x88, Z3, Z6, Z1
-	VSHUFF32X4    $0xdd, Z3, Z6, Z2
-	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x44, Z10, Z6, Z9
+	VSHUFF32X4    $0xee, Z10, Z6, Z6
+	VADDPS        Z6, Z9, Z9
+	VSHUFF32X4    $0x44, Z18, Z14, Z6
+	VSHUFF32X4    $0xee, Z18, Z14, Z10
+	VADDPS        Z10, Z6, Z6
+	VSHUFF32X4    $0x88, Z3, Z2, Z10
+	VSHUFF32X4    $0xdd, Z3, Z2, Z2
+	VADDPS        Z2, Z10, Z10
 	VSHUFF32X4    $0x88, Z4, Z7, Z2
 	VSHUFF32X4    $0xdd, Z4, Z7, Z3
 	VADDPS        Z3, Z2, Z2
 	VSHUFF32X4    $0x88, Z5, Z8, Z3
 	VSHUFF32X4    $0xdd, Z5, Z8, Z4
 	VADDPS        Z4, Z3, Z3
-	VSHUFPS       $0x44, Z1, Z9, Z4
-	VSHUFPS       $0xee, Z1, Z9, Z1
-	VADDPS        Z1, Z4, Z4
-	VSHUFPS       $0x44, Z3, Z2, Z1
-	VSHUFPS       $0xee, Z3, Z2, Z2
-	VADDPS        Z2, Z1, Z1
-	VSHUFPS       $0x88, Z1, Z4, Z2
-	VSHUFPS       $0xdd, Z1, Z4, Z1
-	VADDPS        Z1, Z2, Z2
-	VMULPS        Z0, Z2, Z2
-	VMOVUPS       Z2, (AX)
-	MOVQ          n+40(FP), AX
-	MOVQ          $0x0000ffff, CX
-	BZHIQ         AX, CX, CX
-	KMOVW         CX, K1
-	VBROADCASTSS  tiledNegInf<>+0(SB), Z0
-	VMOVAPS       Z2, K1, Z0
-	VEXTRACTF32X8 $0x01, Z0, Y1
-	VMAXPS        Y1, Y0, Y1
-	VEXTRACTF32X4 $0x01, Y1, X0
-	VMAXPS        X0, X1, X0
-	VPERMILPS     $0x4e, X0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPS     $0xb1, X0, X1
-	VMAXPS        X1, X0, X0
-	MOVSS         X0, ret+48(FP)
+	VSHUFF32X4    $0x88, Z6, Z9, Z4
+	VSHUFF32X4    $0xdd, Z6, Z9, Z5
+	VADDPS        Z5, Z4, Z4
+	VSHUFPS       $0x44, Z2, Z10, Z5
+	VSHUFPS       $0xee, Z2, Z10, Z2
+	VADDPS        Z2, Z5, Z5
+	VSHUFPS       $0x44, Z4, Z3, Z2
+	VSHUFPS       $0xee, Z4, Z3, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFPS       $0x88, Z2, Z5, Z3
+	VSHUFPS       $0xdd, Z2, Z5, Z2
+	VADDPS        Z2, Z3, Z3
+	VMULPS        Z0, Z3, Z3
+	VMOVUPS       Z3, (AX)
+	MOVQ          SI, R8
+	MOVQ          $0x00000010, R9
+	CMPQ          R8, R9
+	CMOVQGT       R9, R8
+	XORQ          R9, R9
+	CMPQ          R8, R9
+	CMOVQLT       R9, R8
+	MOVQ          $0x0000ffff, R9
+	BZHIQ         R8, R9, R9
+	KMOVW         R9, K1
+	VMAXPS        Z3, Z1, K1, Z1
+	ADDQ          $0x40, AX
+	ADDQ          $0x00000400, DX
+	SUBQ          $0x10, SI
+	DECQ          DI
+	JNZ           tiledScoresAVX512_block
+	VEXTRACTF32X8 $0x01, Z1, Y0
+	VMAXPS        Y0, Y1, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VMAXPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VMAXPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VMAXPS        X0, X1, X1
+	MOVSS         X1, ret+56(FP)
 	VZEROUPPER
 	RET
 
@@ -178,6 +195,8 @@ TEXT ·tiledValuesAVX512(SB), NOSPLIT, $0-40
 	MOVQ vb+16(FP), DX
 	MOVQ n+24(FP), BX
 	MOVQ hp+32(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x06, DI
 	SHRQ $0x04, SI
 
 tiledValuesAVX512_four:
@@ -187,50 +206,70 @@ tiledValuesAVX512_four:
 	VMOVUPS 64(AX), Z1
 	VMOVUPS 128(AX), Z2
 	VMOVUPS 192(AX), Z3
-	MOVQ    CX, DI
-	MOVQ    DX, R8
-	MOVQ    BX, R9
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    BX, R10
+
+tiledValuesAVX512_four_block:
+	MOVQ R9, R11
+	MOVQ $0x00000010, R12
 
 tiledValuesAVX512_four_pos:
-	VBROADCASTSS (DI), Z4
-	VFMADD231PS  (R8), Z4, Z0
-	VFMADD231PS  1024(R8), Z4, Z1
-	VFMADD231PS  2048(R8), Z4, Z2
-	VFMADD231PS  3072(R8), Z4, Z3
-	ADDQ         $0x04, DI
-	ADDQ         $0x40, R8
-	DECQ         R9
+	VBROADCASTSS (R8), Z4
+	VFMADD231PS  (R11), Z4, Z0
+	VFMADD231PS  1024(R11), Z4, Z1
+	VFMADD231PS  2048(R11), Z4, Z2
+	VFMADD231PS  3072(R11), Z4, Z3
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JZ           tiledValuesAVX512_four_store
+	DECQ         R12
 	JNZ          tiledValuesAVX512_four_pos
-	VMOVUPS      Z0, (AX)
-	VMOVUPS      Z1, 64(AX)
-	VMOVUPS      Z2, 128(AX)
-	VMOVUPS      Z3, 192(AX)
-	ADDQ         $0x00000100, AX
-	ADDQ         $0x00001000, DX
-	SUBQ         $0x04, SI
-	JMP          tiledValuesAVX512_four
+	ADDQ         DI, R9
+	JMP          tiledValuesAVX512_four_block
+
+tiledValuesAVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00001000, DX
+	SUBQ    $0x04, SI
+	JMP     tiledValuesAVX512_four
 
 tiledValuesAVX512_four_end:
 tiledValuesAVX512_one:
 	CMPQ    SI, $0x01
 	JL      tiledValuesAVX512_one_end
 	VMOVUPS (AX), Z0
-	MOVQ    CX, DI
-	MOVQ    DX, R8
-	MOVQ    BX, R9
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    BX, R10
+
+tiledValuesAVX512_one_block:
+	MOVQ R9, R11
+	MOVQ $0x00000010, R12
 
 tiledValuesAVX512_one_pos:
-	VBROADCASTSS (DI), Z1
-	VFMADD231PS  (R8), Z1, Z0
-	ADDQ         $0x04, DI
-	ADDQ         $0x40, R8
-	DECQ         R9
+	VBROADCASTSS (R8), Z1
+	VFMADD231PS  (R11), Z1, Z0
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JZ           tiledValuesAVX512_one_store
+	DECQ         R12
 	JNZ          tiledValuesAVX512_one_pos
-	VMOVUPS      Z0, (AX)
-	ADDQ         $0x00000040, AX
-	ADDQ         $0x00000400, DX
-	SUBQ         $0x01, SI
-	JMP          tiledValuesAVX512_one
+	ADDQ         DI, R9
+	JMP          tiledValuesAVX512_one_block
+
+tiledValuesAVX512_one_store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000400, DX
+	SUBQ    $0x01, SI
+	JMP     tiledValuesAVX512_one
 
 tiledValuesAVX512_one_end:
 	VZEROUPPER

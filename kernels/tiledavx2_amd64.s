@@ -51,105 +51,119 @@ tiledBlockF16AVX2_next:
 	VZEROUPPER
 	RET
 
-// func tiledScoresAVX2(out *float32, q *float32, kb *float32, hp int, scale float32, n int) float32
-// Requires: AVX, FMA3, SSE
-TEXT ·tiledScoresAVX2(SB), NOSPLIT, $0-52
-	MOVQ  out+0(FP), AX
-	MOVQ  q+8(FP), CX
-	MOVQ  kb+16(FP), DX
-	MOVQ  hp+24(FP), BX
-	MOVSS scale+32(FP), X0
-	SHRQ  $0x04, BX
-	MOVQ  AX, SI
-	MOVQ  $0x00000004, DI
+// func tiledScoresAVX2(out *float32, q *float32, kb *float32, hp int, scale float32, n int, nb int) float32
+// Requires: AVX, CMOV, FMA3, SSE
+TEXT ·tiledScoresAVX2(SB), NOSPLIT, $0-60
+	MOVQ   out+0(FP), AX
+	MOVQ   q+8(FP), CX
+	MOVQ   kb+16(FP), DX
+	MOVQ   hp+24(FP), BX
+	MOVQ   n+40(FP), SI
+	MOVQ   nb+48(FP), DI
+	MOVSS  scale+32(FP), X0
+	MOVQ   BX, R8
+	SHLQ   $0x06, R8
+	SHRQ   $0x04, BX
+	VMOVSS tiledNegInfV<>+0(SB), X1
+
+tiledScoresAVX2_block:
+	MOVQ AX, R9
+	MOVQ DX, R10
+	MOVQ $0x00000004, R11
 
 tiledScoresAVX2_quad:
-	MOVQ    CX, R8
-	MOVQ    DX, R9
-	MOVQ    BX, R10
-	VMOVUPS (R8), Y1
-	VMOVUPS 32(R8), Y2
-	VMULPS  (R9), Y1, Y3
-	VMULPS  32(R9), Y2, Y4
-	VMULPS  64(R9), Y1, Y5
-	VMULPS  96(R9), Y2, Y6
-	VMULPS  128(R9), Y1, Y7
-	VMULPS  160(R9), Y2, Y8
-	VMULPS  192(R9), Y1, Y9
-	VMULPS  224(R9), Y2, Y10
-	DECQ    R10
+	MOVQ    CX, R12
+	MOVQ    R10, R13
+	MOVQ    BX, R14
+	VMOVUPS (R12), Y2
+	VMOVUPS 32(R12), Y3
+	VMULPS  (R13), Y2, Y4
+	VMULPS  32(R13), Y3, Y5
+	VMULPS  64(R13), Y2, Y6
+	VMULPS  96(R13), Y3, Y7
+	VMULPS  128(R13), Y2, Y8
+	VMULPS  160(R13), Y3, Y9
+	VMULPS  192(R13), Y2, Y10
+	VMULPS  224(R13), Y3, Y11
+	DECQ    R14
 	JZ      tiledScoresAVX2_reduce
 
 tiledScoresAVX2_chunk:
-	ADDQ        $0x40, R8
-	ADDQ        $0x00000400, R9
-	VMOVUPS     (R8), Y1
-	VMOVUPS     32(R8), Y2
-	VFMADD231PS (R9), Y1, Y3
-	VFMADD231PS 32(R9), Y2, Y4
-	VFMADD231PS 64(R9), Y1, Y5
-	VFMADD231PS 96(R9), Y2, Y6
-	VFMADD231PS 128(R9), Y1, Y7
-	VFMADD231PS 160(R9), Y2, Y8
-	VFMADD231PS 192(R9), Y1, Y9
-	VFMADD231PS 224(R9), Y2, Y10
-	DECQ        R10
+	ADDQ        $0x40, R12
+	ADDQ        $0x00000400, R13
+	VMOVUPS     (R12), Y2
+	VMOVUPS     32(R12), Y3
+	VFMADD231PS (R13), Y2, Y4
+	VFMADD231PS 32(R13), Y3, Y5
+	VFMADD231PS 64(R13), Y2, Y6
+	VFMADD231PS 96(R13), Y3, Y7
+	VFMADD231PS 128(R13), Y2, Y8
+	VFMADD231PS 160(R13), Y3, Y9
+	VFMADD231PS 192(R13), Y2, Y10
+	VFMADD231PS 224(R13), Y3, Y11
+	DECQ        R14
 	JNZ         tiledScoresAVX2_chunk
 
 tiledScoresAVX2_reduce:
-	VADDPS       Y4, Y3, Y1
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X2
-	VPERMILPS    $0x4e, X2, X1
-	VADDPS       X1, X2, X2
-	VPERMILPS    $0xb1, X2, X1
-	VADDPS       X1, X2, X2
-	VMULSS       X0, X2, X2
-	VMOVSS       X2, (SI)
-	VADDPS       Y6, Y5, Y1
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X2
-	VPERMILPS    $0x4e, X2, X1
-	VADDPS       X1, X2, X2
-	VPERMILPS    $0xb1, X2, X1
-	VADDPS       X1, X2, X2
-	VMULSS       X0, X2, X2
-	VMOVSS       X2, 4(SI)
-	VADDPS       Y8, Y7, Y1
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X2
-	VPERMILPS    $0x4e, X2, X1
-	VADDPS       X1, X2, X2
-	VPERMILPS    $0xb1, X2, X1
-	VADDPS       X1, X2, X2
-	VMULSS       X0, X2, X2
-	VMOVSS       X2, 8(SI)
-	VADDPS       Y10, Y9, Y1
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X2
-	VPERMILPS    $0x4e, X2, X1
-	VADDPS       X1, X2, X2
-	VPERMILPS    $0xb1, X2, X1
-	VADDPS       X1, X2, X2
-	VMULSS       X0, X2, X2
-	VMOVSS       X2, 12(SI)
-	ADDQ         $0x10, SI
-	ADDQ         $0x00000100, DX
-	DECQ         DI
+	VADDPS       Y5, Y4, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, (AX)
+	VADDPS       Y7, Y6, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 4(AX)
+	VADDPS       Y9, Y8, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 8(AX)
+	VADDPS       Y11, Y10, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 12(AX)
+	ADDQ         $0x10, AX
+	ADDQ         $0x00000100, R10
+	DECQ         R11
 	JNZ          tiledScoresAVX2_quad
-	MOVQ         n+40(FP), CX
-	VMOVSS       tiledNegInfV<>+0(SB), X0
-	TESTQ        CX, CX
-	JZ           tiledScoresAVX2_max_done
+	MOVQ         SI, R10
+	MOVQ         $0x00000010, R11
+	CMPQ         R10, R11
+	CMOVQGT      R11, R10
+	TESTQ        R10, R10
+	JLE          tiledScoresAVX2_max_done
 
 tiledScoresAVX2_max:
-	VMAXSS (AX), X0, X0
-	ADDQ   $0x04, AX
-	DECQ   CX
+	VMAXSS (R9), X1, X1
+	ADDQ   $0x04, R9
+	DECQ   R10
 	JNZ    tiledScoresAVX2_max
 
 tiledScoresAVX2_max_done:
-	MOVSS X0, ret+48(FP)
+	ADDQ  R8, DX
+	SUBQ  $0x10, SI
+	DECQ  DI
+	JNZ   tiledScoresAVX2_block
+	MOVSS X1, ret+56(FP)
 	VZEROUPPER
 	RET
 
@@ -164,6 +178,8 @@ TEXT ·tiledValuesAVX2(SB), NOSPLIT, $0-40
 	MOVQ vb+16(FP), DX
 	MOVQ n+24(FP), BX
 	MOVQ hp+32(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x06, DI
 	SHRQ $0x04, SI
 
 tiledValuesAVX2_four:
@@ -177,36 +193,46 @@ tiledValuesAVX2_four:
 	VMOVUPS 160(AX), Y5
 	VMOVUPS 192(AX), Y6
 	VMOVUPS 224(AX), Y7
-	MOVQ    CX, DI
-	MOVQ    DX, R8
-	MOVQ    BX, R9
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    BX, R10
+
+tiledValuesAVX2_four_block:
+	MOVQ R9, R11
+	MOVQ $0x00000010, R12
 
 tiledValuesAVX2_four_pos:
-	VBROADCASTSS (DI), Y8
-	VFMADD231PS  (R8), Y8, Y0
-	VFMADD231PS  32(R8), Y8, Y1
-	VFMADD231PS  1024(R8), Y8, Y2
-	VFMADD231PS  1056(R8), Y8, Y3
-	VFMADD231PS  2048(R8), Y8, Y4
-	VFMADD231PS  2080(R8), Y8, Y5
-	VFMADD231PS  3072(R8), Y8, Y6
-	VFMADD231PS  3104(R8), Y8, Y7
-	ADDQ         $0x04, DI
-	ADDQ         $0x40, R8
-	DECQ         R9
+	VBROADCASTSS (R8), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  1024(R11), Y8, Y2
+	VFMADD231PS  1056(R11), Y8, Y3
+	VFMADD231PS  2048(R11), Y8, Y4
+	VFMADD231PS  2080(R11), Y8, Y5
+	VFMADD231PS  3072(R11), Y8, Y6
+	VFMADD231PS  3104(R11), Y8, Y7
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JZ           tiledValuesAVX2_four_store
+	DECQ         R12
 	JNZ          tiledValuesAVX2_four_pos
-	VMOVUPS      Y0, (AX)
-	VMOVUPS      Y1, 32(AX)
-	VMOVUPS      Y2, 64(AX)
-	VMOVUPS      Y3, 96(AX)
-	VMOVUPS      Y4, 128(AX)
-	VMOVUPS      Y5, 160(AX)
-	VMOVUPS      Y6, 192(AX)
-	VMOVUPS      Y7, 224(AX)
-	ADDQ         $0x00000100, AX
-	ADDQ         $0x00001000, DX
-	SUBQ         $0x04, SI
-	JMP          tiledValuesAVX2_four
+	ADDQ         DI, R9
+	JMP          tiledValuesAVX2_four_block
+
+tiledValuesAVX2_four_store:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00001000, DX
+	SUBQ    $0x04, SI
+	JMP     tiledValuesAVX2_four
 
 tiledValuesAVX2_four_end:
 tiledValuesAVX2_one:
@@ -214,24 +240,34 @@ tiledValuesAVX2_one:
 	JL      tiledValuesAVX2_one_end
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
-	MOVQ    CX, DI
-	MOVQ    DX, R8
-	MOVQ    BX, R9
+	MOVQ    CX, R8
+	MOVQ    DX, R9
+	MOVQ    BX, R10
+
+tiledValuesAVX2_one_block:
+	MOVQ R9, R11
+	MOVQ $0x00000010, R12
 
 tiledValuesAVX2_one_pos:
-	VBROADCASTSS (DI), Y2
-	VFMADD231PS  (R8), Y2, Y0
-	VFMADD231PS  32(R8), Y2, Y1
-	ADDQ         $0x04, DI
-	ADDQ         $0x40, R8
-	DECQ         R9
+	VBROADCASTSS (R8), Y2
+	VFMADD231PS  (R11), Y2, Y0
+	VFMADD231PS  32(R11), Y2, Y1
+	ADDQ         $0x04, R8
+	ADDQ         $0x40, R11
+	DECQ         R10
+	JZ           tiledValuesAVX2_one_store
+	DECQ         R12
 	JNZ          tiledValuesAVX2_one_pos
-	VMOVUPS      Y0, (AX)
-	VMOVUPS      Y1, 32(AX)
-	ADDQ         $0x00000040, AX
-	ADDQ         $0x00000400, DX
-	SUBQ         $0x01, SI
-	JMP          tiledValuesAVX2_one
+	ADDQ         DI, R9
+	JMP          tiledValuesAVX2_one_block
+
+tiledValuesAVX2_one_store:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000400, DX
+	SUBQ    $0x01, SI
+	JMP     tiledValuesAVX2_one
 
 tiledValuesAVX2_one_end:
 	VZEROUPPER

@@ -9,12 +9,12 @@ package kernels
 //go:noescape
 func tiledBlockF16AVX2(dst *float32, src *uint16, offs *int, n int, hd int)
 
-// tiledScoresAVX2 sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16 positions of the block kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n = 0).
+// tiledScoresAVX2 sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16·nb positions of nb ≥ 1 consecutive blocks at kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n ≤ 0).
 //
 //go:noescape
-func tiledScoresAVX2(out *float32, q *float32, kb *float32, hp int, scale float32, n int) float32
+func tiledScoresAVX2(out *float32, q *float32, kb *float32, hp int, scale float32, n int, nb int) float32
 
-// tiledValuesAVX2 sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb (hp a positive multiple of 16, n ≥ 1).
+// tiledValuesAVX2 sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).
 //
 //go:noescape
 func tiledValuesAVX2(acc *float32, e *float32, vb *float32, n int, hp int)

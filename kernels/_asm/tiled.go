@@ -100,12 +100,19 @@ func tiledAccFor(p int) int { return 4*(p%4) + p/4 }
 // reduce16: (v[i] + v[i+8]), then + (i+4), then (q0+q2) + (q1+q3).
 func genTiledScoresZMM() {
 	name := "tiledScoresAVX512"
-	TEXT(name, NOSPLIT, "func(out, q, kb *float32, hp int, scale float32, n int) float32")
+	TEXT(name, NOSPLIT, scoresSig)
 	Doc(name + scoresDoc)
 	Pragma("noescape")
-	out, q, kb, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	out, q0, kb, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	n, nb := loadGP("n"), loadGP("nb")
 	sc := bcastArg("scale")
 	SHRQ(U8(4), hp)
+	run := ZMM() // the largest valid score so far, lane by lane
+	VBROADCASTSS(constU32("tiledNegInf", 0xFF800000), run)
+	Label(name + "_block")
+	q, m := GP64(), GP64()
+	MOVQ(q0, q)
+	MOVQ(hp, m)
 	acc := make([]reg.VecVirtual, 16)
 	qz := ZMM()
 	VMOVUPS(Mem{Base: q}, qz)
@@ -114,7 +121,7 @@ func genTiledScoresZMM() {
 		acc[i] = ZMM()
 		VMULPS(Mem{Base: kb, Disp: 64 * p}, qz, acc[i])
 	}
-	DECQ(hp)
+	DECQ(m)
 	JZ(LabelRef(name + "_reduce"))
 	Label(name + "_chunk")
 	ADDQ(U8(64), q)
@@ -123,7 +130,7 @@ func genTiledScoresZMM() {
 	for p := range 16 {
 		VFMADD231PS(Mem{Base: kb, Disp: 64 * p}, qz, acc[tiledAccFor(p)])
 	}
-	DECQ(hp)
+	DECQ(m)
 	JNZ(LabelRef(name + "_chunk"))
 	Label(name + "_reduce")
 	// pairs of registers, combined by a 128-bit or a 32-bit shuffle of two
@@ -147,18 +154,29 @@ func genTiledScoresZMM() {
 	g := pairs(f, f32, 0x88, 0xDD)    // lane 4k+j: accumulator 4j+k's sum
 	VMULPS(sc, g[0], g[0])
 	VMOVUPS(g[0], Mem{Base: out})
-	// the largest of out[p], p < n: the other lanes replaced by −∞
-	n, bits := loadGP("n"), GP64()
+	// the lanes of valid positions (min(n, 16) of them, none if n ≤ 0)
+	// join the running maximum
+	rem, lim, bits := GP64(), GP64(), GP64()
+	MOVQ(n, rem)
+	MOVQ(U32(16), lim)
+	CMPQ(rem, lim)
+	CMOVQGT(lim, rem)
+	XORQ(lim, lim)
+	CMPQ(rem, lim)
+	CMOVQLT(lim, rem)
 	MOVQ(U32(0xFFFF), bits)
-	BZHIQ(n, bits, bits)
+	BZHIQ(rem, bits, bits)
 	k := K()
 	KMOVW(bits.As32(), k)
-	mx := ZMM()
-	VBROADCASTSS(constU32("tiledNegInf", 0xFF800000), mx)
-	VMOVAPS(g[0], k, mx)
+	VMAXPS(g[0], run, k, run)
+	ADDQ(U8(64), out)
+	ADDQ(U32(1024), kb)
+	SUBQ(U8(16), n)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
 	h := YMM()
-	VEXTRACTF32X8(U8(1), mx, h)
-	VMAXPS(h, mx.AsY(), h)
+	VEXTRACTF32X8(U8(1), run, h)
+	VMAXPS(h, run.AsY(), h)
 	x := XMM()
 	VEXTRACTF32X4(U8(1), h, x)
 	VMAXPS(x, h.AsX(), x)
@@ -172,21 +190,32 @@ func genTiledScoresZMM() {
 	RET()
 }
 
-const scoresDoc = " sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16 positions of the block kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n = 0)."
+const (
+	scoresSig = "func(out, q, kb *float32, hp int, scale float32, n, nb int) float32"
+	scoresDoc = " sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16·nb positions of nb ≥ 1 consecutive blocks at kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n ≤ 0)."
+)
 
 // genTiledScoresYMM: genTiledScoresZMM on YMM pairs (lanes 0..7 and
 // 8..15 of a position), four positions at a time, each reduced alone.
 func genTiledScoresYMM() {
 	name := "tiledScoresAVX2"
-	TEXT(name, NOSPLIT, "func(out, q, kb *float32, hp int, scale float32, n int) float32")
+	TEXT(name, NOSPLIT, scoresSig)
 	Doc(name + scoresDoc)
 	Pragma("noescape")
-	out0, q0, kb0, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	out, q0, kbBlock, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
+	n, nb := loadGP("n"), loadGP("nb")
 	sx := XMM()
 	Load(Param("scale"), sx)
+	blockBytes := GP64()
+	MOVQ(hp, blockBytes)
+	SHLQ(U8(6), blockBytes) // 16 positions of hp floats
 	SHRQ(U8(4), hp)
-	out := GP64()
-	MOVQ(out0, out)
+	mx := XMM()
+	VMOVSS(constU32("tiledNegInfV", 0xFF800000), mx)
+	Label(name + "_block")
+	out0, kb0 := GP64(), GP64()
+	MOVQ(out, out0)
+	MOVQ(kbBlock, kb0)
 	quad := GP64()
 	MOVQ(U32(4), quad)
 	Label(name + "_quad")
@@ -226,17 +255,24 @@ func genTiledScoresYMM() {
 	ADDQ(U32(256), kb0)
 	DECQ(quad)
 	JNZ(LabelRef(name + "_quad"))
-	// the largest of out[p], p < n, one at a time
-	n, mx := loadGP("n"), XMM()
-	VMOVSS(constU32("tiledNegInfV", 0xFF800000), mx)
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_max_done"))
+	// the block's valid scores (min(n, 16), none if n ≤ 0), one at a time
+	rem, lim := GP64(), GP64()
+	MOVQ(n, rem)
+	MOVQ(U32(16), lim)
+	CMPQ(rem, lim)
+	CMOVQGT(lim, rem)
+	TESTQ(rem, rem)
+	JLE(LabelRef(name + "_max_done"))
 	Label(name + "_max")
 	VMAXSS(Mem{Base: out0}, mx, mx)
 	ADDQ(U8(4), out0)
-	DECQ(n)
+	DECQ(rem)
 	JNZ(LabelRef(name + "_max"))
 	Label(name + "_max_done")
+	ADDQ(blockBytes, kbBlock)
+	SUBQ(U8(16), n)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
 	Store(mx, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
@@ -248,10 +284,13 @@ func genTiledScoresYMM() {
 func genTiledValues(w tiledISA) {
 	name := "tiledValues" + w.name
 	TEXT(name, NOSPLIT, "func(acc, e, vb *float32, n, hp int)")
-	Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb (hp a positive multiple of 16, n ≥ 1).")
+	Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).")
 	Pragma("noescape")
 	acc, e, vb, n, hp := loadGP("acc"), loadGP("e"), loadGP("vb"), loadGP("n"), loadGP("hp")
-	SHRQ(U8(4), hp) // chunks of 16 left
+	blockBytes := GP64()
+	MOVQ(hp, blockBytes)
+	SHLQ(U8(6), blockBytes) // 16 positions of hp floats
+	SHRQ(U8(4), hp)         // chunks of 16 left
 	step := func(label string, chunks int) {
 		Label(name + "_" + label)
 		CMPQ(hp, U8(chunks))
@@ -262,10 +301,14 @@ func genTiledValues(w tiledISA) {
 			a[i] = w.vec()
 			VMOVUPS(Mem{Base: acc, Disp: 4 * w.lanes * i}, a[i])
 		}
-		ep, vp, k := GP64(), GP64(), GP64()
+		ep, vblk, k := GP64(), GP64(), GP64()
 		MOVQ(e, ep)
-		MOVQ(vb, vp)
+		MOVQ(vb, vblk)
 		MOVQ(n, k)
+		Label(name + "_" + label + "_block")
+		vp, j := GP64(), GP64()
+		MOVQ(vblk, vp)
+		MOVQ(U32(16), j)
 		Label(name + "_" + label + "_pos")
 		wt := w.vec()
 		VBROADCASTSS(Mem{Base: ep}, wt)
@@ -276,7 +319,12 @@ func genTiledValues(w tiledISA) {
 		ADDQ(U8(4), ep)
 		ADDQ(U8(64), vp)
 		DECQ(k)
+		JZ(LabelRef(name + "_" + label + "_store"))
+		DECQ(j)
 		JNZ(LabelRef(name + "_" + label + "_pos"))
+		ADDQ(blockBytes, vblk)
+		JMP(LabelRef(name + "_" + label + "_block"))
+		Label(name + "_" + label + "_store")
 		for i := range a {
 			VMOVUPS(a[i], Mem{Base: acc, Disp: 4 * w.lanes * i})
 		}
