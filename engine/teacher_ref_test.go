@@ -17,7 +17,11 @@ import (
 //     path: 546 of 553 agree (98.7%), margins up to 0.138 nats. This is
 //     llama.cpp against itself: its token-by-token path scoring the text
 //     its default path (prompt in one batch) wrote.
-//   - fast, the default: 538 of 553 (97.3%), margins up to 0.423 nats.
+//   - fast, the default (with its tiled attention since the third session
+//     of that day): 534 of 553 (96.6%), margins up to 0.238 nats; the
+//     five prompts of -short 308 of 320 (96.25%). Under llama.cpp's
+//     unfused attention it was 538 (97.3%), margins up to 0.423: the
+//     attention's rounding moves a few near-ties either way.
 //
 // minAgree is the least fraction of llama.cpp's tokens that must be
 // pagoda's top-1 too, maxMargin how far (in nats) below pagoda's top-1
@@ -31,7 +35,7 @@ var teacherArithmetics = []struct {
 	minAgree, maxMargin float64
 }{
 	{"exact", func(c *Config) { c.ExactArithmetic = true }, 0.98, 0.2},
-	{"fast", func(c *Config) { c.ExactArithmetic = false }, 0.965, 0.5},
+	{"fast", func(c *Config) { c.ExactArithmetic = false }, 0.96, 0.5},
 }
 
 // teacherMaxLogprobDiff bounds |pagoda's log-probability of llama.cpp's
@@ -73,8 +77,8 @@ func (d teacherDisagreement) String() string {
 func TestSmolLM2TeacherForced(t *testing.T) {
 	ref := readReference(t, testmodel.SmolTeacherReference(t))
 	if testing.Short() {
-		// The five first prompts (320 positions): exact 320 agree, fast 312
-		// (97.5%), within the same bounds.
+		// The five first prompts (320 positions): exact 320 agree, fast 308
+		// (96.25%), within the same bounds.
 		ref.Cases = ref.Cases[:5]
 	}
 	for _, a := range teacherArithmetics {

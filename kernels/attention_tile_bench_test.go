@@ -9,7 +9,8 @@ import (
 // heads over 3 KV heads of 64, F16 cache) for a 256-token prefill, a
 // prefill chunk after 512 tokens of context, and a 32-sequence decode;
 // tiles×4 lays the work out for four times the real tiles (a plan's
-// padding), the extra tasks returning at once.
+// padding), the extra tasks returning at once; AttnMatMul and AttnTiled
+// (mode 2) on every accelerated implementation the machine has.
 func BenchmarkAttentionSteps(b *testing.B) {
 	for _, c := range []struct {
 		name        string
@@ -19,16 +20,24 @@ func BenchmarkAttentionSteps(b *testing.B) {
 		{"chunk128at512", []int{640}, []int{128}},
 		{"decode32x300", rep(32, 300), rep(32, 1)},
 	} {
-		for _, v := range []struct {
+		type variant struct {
 			mode  AttnMode
 			tiles int // ×real tiles laid out (1: exact, as eager)
-		}{{AttnMatMul, 1}, {AttnFlash, 1}, {AttnMatMul, 4}} {
+			k     *impl
+		}
+		vs := []variant{{AttnFlash, 1, def}, {AttnMatMul, 4, def}}
+		for _, k := range implementations() {
+			if k != generic || k == def {
+				vs = append(vs, variant{AttnMatMul, 1, k}, variant{AttnTiled, 1, k})
+			}
+		}
+		for _, v := range vs {
 			mode := v.mode
-			b.Run(fmt.Sprintf("%s/mode%d/tiles×%d", c.name, mode, v.tiles), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/mode%d/tiles×%d/%s", c.name, mode, v.tiles, v.k.name), func(b *testing.B) {
 				a, kv := sameAttnCase(newRand(9), KVF16, 64, 9, 3, 16, c.ctx, c.newTok)
 				a.Mode = mode
 				a.Tiles = v.tiles * AttentionTiles(a.QueryStart)
-				p := NewPool(0)
+				p := newPool(0, v.k)
 				defer p.Close()
 				p.Attention(a, kv)
 				b.ResetTimer()
