@@ -9,25 +9,22 @@ import "math"
 // are not a multiple of 16 stays generic.
 
 var (
-	tiledAVX512 = tiledKernels{
-		blockF16: func(dst []float32, src []uint16, offs []int, hd int) {
-			tiledBlockWith(tiledBlockF16AVX512, dst, src, offs, hd)
-		},
-		scores: func(out, q, kb []float32, scale float32, n int) float32 {
-			return tiledScoresWith(tiledScoresAVX512, out, q, kb, scale, n)
-		},
-		values: func(acc, e, vb []float32) { tiledValuesWith(tiledValuesAVX512, acc, e, vb) },
-	}
-	tiledAVX2 = tiledKernels{
-		blockF16: func(dst []float32, src []uint16, offs []int, hd int) {
-			tiledBlockWith(tiledBlockF16AVX2, dst, src, offs, hd)
-		},
-		scores: func(out, q, kb []float32, scale float32, n int) float32 {
-			return tiledScoresWith(tiledScoresAVX2, out, q, kb, scale, n)
-		},
-		values: func(acc, e, vb []float32) { tiledValuesWith(tiledValuesAVX2, acc, e, vb) },
-	}
+	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512)
+	tiledAVX2   = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2)
 )
+
+// tiledAsm wraps one instruction set's generated kernels.
+func tiledAsm(block func(dst *float32, src *uint16, offs *int, n, hd int),
+	scores func(out, q, kb *float32, hp int, scale float32, n, nb int) float32,
+	values func(acc, e, vb *float32, n, hp int)) tiledKernels {
+	return tiledKernels{
+		blockF16: func(dst []float32, src []uint16, offs []int, hd int) { tiledBlockWith(block, dst, src, offs, hd) },
+		scores: func(out, q, kb []float32, scale float32, n int) float32 {
+			return tiledScoresWith(scores, out, q, kb, scale, n)
+		},
+		values: func(acc, e, vb []float32) { tiledValuesWith(values, acc, e, vb) },
+	}
+}
 
 func tiledBlockWith(asm func(dst *float32, src *uint16, offs *int, n, hd int), dst []float32, src []uint16, offs []int, hd int) {
 	if hd%16 != 0 || len(offs) == 0 {

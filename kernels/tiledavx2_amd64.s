@@ -149,8 +149,11 @@ tiledScoresAVX2_reduce:
 	MOVQ         $0x00000010, R11
 	CMPQ         R10, R11
 	CMOVQGT      R11, R10
+	XORQ         R11, R11
+	CMPQ         R10, R11
+	CMOVQLT      R11, R10
 	TESTQ        R10, R10
-	JLE          tiledScoresAVX2_max_done
+	JZ           tiledScoresAVX2_max_done
 
 tiledScoresAVX2_max:
 	VMAXSS (R9), X1, X1

@@ -328,14 +328,7 @@ func genFastRecords(isa string, min bool, sum4 func(q, c reg.VecVirtual)) {
 	VMOVDQU(Mem{Base: qs}, q)
 	VMOVDQU(q, Mem{Base: rec})
 	sum4(q, c)
-	x := XMM()
-	VEXTRACTI128(U8(1), c, x)
-	VPADDD(x, c.AsX(), x)
-	u := XMM()
-	VPSHUFD(U8(0x4e), x, u)
-	VPADDD(u, x, x)
-	VPSHUFD(U8(0xb1), x, u)
-	VPADDD(u, x, x) // Σq in every lane
+	x := hsumV(c) // Σq
 	dx := XMM()
 	VMOVSS(Mem{Base: d}, dx)
 	if min {

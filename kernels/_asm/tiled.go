@@ -156,14 +156,7 @@ func genTiledScoresZMM() {
 	VMOVUPS(g[0], Mem{Base: out})
 	// the lanes of valid positions (min(n, 16) of them, none if n ≤ 0)
 	// join the running maximum
-	rem, lim, bits := GP64(), GP64(), GP64()
-	MOVQ(n, rem)
-	MOVQ(U32(16), lim)
-	CMPQ(rem, lim)
-	CMOVQGT(lim, rem)
-	XORQ(lim, lim)
-	CMPQ(rem, lim)
-	CMOVQLT(lim, rem)
+	rem, bits := validInBlock(n), GP64()
 	MOVQ(U32(0xFFFF), bits)
 	BZHIQ(rem, bits, bits)
 	k := K()
@@ -174,18 +167,7 @@ func genTiledScoresZMM() {
 	SUBQ(U8(16), n)
 	DECQ(nb)
 	JNZ(LabelRef(name + "_block"))
-	h := YMM()
-	VEXTRACTF32X8(U8(1), run, h)
-	VMAXPS(h, run.AsY(), h)
-	x := XMM()
-	VEXTRACTF32X4(U8(1), h, x)
-	VMAXPS(x, h.AsX(), x)
-	t := XMM()
-	VPERMILPS(U8(0x4e), x, t)
-	VMAXPS(t, x, x)
-	VPERMILPS(U8(0xb1), x, t)
-	VMAXPS(t, x, x)
-	Store(x, ReturnIndex(0))
+	Store(hmax(run), ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
@@ -206,9 +188,7 @@ func genTiledScoresYMM() {
 	n, nb := loadGP("n"), loadGP("nb")
 	sx := XMM()
 	Load(Param("scale"), sx)
-	blockBytes := GP64()
-	MOVQ(hp, blockBytes)
-	SHLQ(U8(6), blockBytes) // 16 positions of hp floats
+	blockBytes := blockBytesOf(hp)
 	SHRQ(U8(4), hp)
 	mx := XMM()
 	VMOVSS(constU32("tiledNegInfV", 0xFF800000), mx)
@@ -256,13 +236,9 @@ func genTiledScoresYMM() {
 	DECQ(quad)
 	JNZ(LabelRef(name + "_quad"))
 	// the block's valid scores (min(n, 16), none if n ≤ 0), one at a time
-	rem, lim := GP64(), GP64()
-	MOVQ(n, rem)
-	MOVQ(U32(16), lim)
-	CMPQ(rem, lim)
-	CMOVQGT(lim, rem)
+	rem := validInBlock(n)
 	TESTQ(rem, rem)
-	JLE(LabelRef(name + "_max_done"))
+	JZ(LabelRef(name + "_max_done"))
 	Label(name + "_max")
 	VMAXSS(Mem{Base: out0}, mx, mx)
 	ADDQ(U8(4), out0)
@@ -287,10 +263,8 @@ func genTiledValues(w tiledISA) {
 	Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).")
 	Pragma("noescape")
 	acc, e, vb, n, hp := loadGP("acc"), loadGP("e"), loadGP("vb"), loadGP("n"), loadGP("hp")
-	blockBytes := GP64()
-	MOVQ(hp, blockBytes)
-	SHLQ(U8(6), blockBytes) // 16 positions of hp floats
-	SHRQ(U8(4), hp)         // chunks of 16 left
+	blockBytes := blockBytesOf(hp)
+	SHRQ(U8(4), hp) // chunks of 16 left
 	step := func(label string, chunks int) {
 		Label(name + "_" + label)
 		CMPQ(hp, U8(chunks))
@@ -338,4 +312,26 @@ func genTiledValues(w tiledISA) {
 	step("one", 1)
 	VZEROUPPER()
 	RET()
+}
+
+// validInBlock returns min(n, 16) in a new register, 0 if n ≤ 0: the valid
+// positions of a block with n valid positions left.
+func validInBlock(n reg.GPVirtual) reg.GPVirtual {
+	rem, lim := GP64(), GP64()
+	MOVQ(n, rem)
+	MOVQ(U32(16), lim)
+	CMPQ(rem, lim)
+	CMOVQGT(lim, rem)
+	XORQ(lim, lim)
+	CMPQ(rem, lim)
+	CMOVQLT(lim, rem)
+	return rem
+}
+
+// blockBytesOf returns the bytes of one block (16 positions of hp floats).
+func blockBytesOf(hp reg.GPVirtual) reg.GPVirtual {
+	b := GP64()
+	MOVQ(hp, b)
+	SHLQ(U8(6), b)
+	return b
 }
