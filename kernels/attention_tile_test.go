@@ -114,15 +114,18 @@ func TestAttentionTilesTooFew(t *testing.T) {
 // tile count, any step of that bucket (any split of its tokens) allocates
 // nothing.
 func TestAttentionNoAllocs(t *testing.T) {
-	p := NewPool(2)
-	defer p.Close()
-	big, kv := sameAttnCase(newRand(4), KVF16, 64, 6, 2, 16, []int{1, 2, 3, 60}, []int{1, 1, 1, 40})
-	big.Tiles = 8
-	p.Attention(big, kv) // warm-up
-	small, kv2 := sameAttnCase(newRand(5), KVF16, 64, 6, 2, 16, []int{30, 30}, []int{20, 20})
-	small.Tiles = 8
-	p.Attention(small, kv2)
-	if n := testing.AllocsPerRun(20, func() { p.Attention(big, kv); p.Attention(small, kv2) }); n != 0 {
-		t.Fatalf("Attention allocates %v times per call pair", n)
+	for _, mode := range []AttnMode{AttnMatMul, AttnTiled} {
+		p := NewPool(2)
+		big, kv := sameAttnCase(newRand(4), KVF16, 64, 6, 2, 16, []int{1, 2, 3, 60}, []int{1, 1, 1, 40})
+		big.Tiles, big.Mode = 8, mode
+		p.Attention(big, kv) // warm-up
+		small, kv2 := sameAttnCase(newRand(5), KVF16, 64, 6, 2, 16, []int{30, 30}, []int{20, 20})
+		small.Tiles, small.Mode = 8, mode
+		p.Attention(small, kv2)
+		n := testing.AllocsPerRun(20, func() { p.Attention(big, kv); p.Attention(small, kv2) })
+		p.Close()
+		if n != 0 {
+			t.Fatalf("mode %d: Attention allocates %v times per call pair", mode, n)
+		}
 	}
 }
