@@ -99,7 +99,7 @@
 //	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups)
 //	kfastavx2   AVX2            the same
 //	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
-//	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 records
+//	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 and fast records
 //	quantavx2   AVX2            the same
 //	vec         AVX-512         F32/F16/BF16 dot products (float-weight rows), axpy,
 //	                            scale, RMSNorm, SiLU, SwiGLU, softmax exp, add, mul
@@ -107,6 +107,8 @@
 //	rope        AVX-512, AVX2   RoPE, normal and NeoX
 //	attn        AVX-512         attention over the F16 cache: scores, scaling, values
 //	attnavx2    AVX2            the same, and float32 to F16 rows
+//	tiled       AVX-512         AttnTiled: F16 blocks to float32, block scores, values
+//	tiledavx2   AVX2            the same
 //	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
 //
 // In the exact arithmetic, types without a kernel in an implementation
