@@ -12,10 +12,13 @@ const (
 )
 
 // KVLayer is one layer of a paged KV cache. K and V are laid out as
-// (block, slot, kvHead, headDim): cache slot s (block s/BlockSize, offset
-// s%BlockSize) holds one token's keys at K[s·KVHeads·HeadDim:] and its
-// values at the same offset of V. F32 caches use K32/V32, the 16-bit ones
-// K16/V16 (raw bit patterns).
+// (block, kvHead, offset, headDim): cache slot s (block s/BlockSize,
+// offset s%BlockSize) holds KV head g of one token's keys at
+// K[RowOffset(s, g):][:HeadDim] and its values at the same offset of V, so
+// that one KV head's rows of a block are contiguous (attention reads them
+// block by block, head by head) and a block is one contiguous run of
+// BlockSize·KVHeads·HeadDim elements (swaps and copies move whole blocks).
+// F32 caches use K32/V32, the 16-bit ones K16/V16 (raw bit patterns).
 type KVLayer struct {
 	Type      KVType
 	K32, V32  []float32
@@ -23,6 +26,12 @@ type KVLayer struct {
 	BlockSize int
 	KVHeads   int
 	HeadDim   int
+}
+
+// RowOffset returns the element offset of KV head g's row of cache slot s.
+func (l *KVLayer) RowOffset(s, g int) int {
+	bs, hd := l.BlockSize, l.HeadDim
+	return ((s/bs*l.KVHeads+g)*bs + s%bs) * hd
 }
 
 // Slots is the number of token slots in the layer.
@@ -42,24 +51,27 @@ func WriteKV(l *KVLayer, slots []int32, k, v []float32) {
 	if len(k) != len(slots)*stride || len(v) != len(k) {
 		panic(fmt.Sprintf("kernels: WriteKV of %d slots with %d keys and %d values of stride %d", len(slots), len(k), len(v), stride))
 	}
+	hd := l.HeadDim
 	for i, s := range slots {
 		if s < 0 {
 			continue
 		}
-		src := k[i*stride : (i+1)*stride]
-		val := v[i*stride : (i+1)*stride]
-		off := int(s) * stride
-		switch l.Type {
-		case KVF32:
-			copy(l.K32[off:off+stride], src)
-			copy(l.V32[off:off+stride], val)
-		case KVF16:
-			def.toF16(l.K16[off:off+stride], src)
-			def.toF16(l.V16[off:off+stride], val)
-		case KVBF16:
-			for j := range stride {
-				l.K16[off+j] = F32ToBF16(src[j])
-				l.V16[off+j] = F32ToBF16(val[j])
+		for g := range l.KVHeads {
+			src := k[i*stride+g*hd:][:hd]
+			val := v[i*stride+g*hd:][:hd]
+			off := l.RowOffset(int(s), g)
+			switch l.Type {
+			case KVF32:
+				copy(l.K32[off:off+hd], src)
+				copy(l.V32[off:off+hd], val)
+			case KVF16:
+				def.toF16(l.K16[off:off+hd], src)
+				def.toF16(l.V16[off:off+hd], val)
+			case KVBF16:
+				for j := range hd {
+					l.K16[off+j] = F32ToBF16(src[j])
+					l.V16[off+j] = F32ToBF16(val[j])
+				}
 			}
 		}
 	}

@@ -53,17 +53,16 @@ func (j *attentionJob) run(worker, task int) {
 func (j *attentionJob) offsets(ws *workerScratch, table []int32, ctx, h int) []int {
 	kv := j.kv
 	hd, bs := kv.HeadDim, kv.BlockSize
-	stride := kv.KVHeads * hd
-	head := h / (j.a.Heads / kv.KVHeads) * hd
+	g := h / (j.a.Heads / kv.KVHeads)
 	blocks := kv.Slots() / bs
 	ws.offs = grow(ws.offs, ctx)
 	for p, b := 0, 0; p < ctx; b++ {
 		if uint(table[b]) >= uint(blocks) { // every row read lies in the cache
 			panic(fmt.Sprintf("kernels: block %d of a table is %d, outside the cache's %d blocks", b, table[b], blocks))
 		}
-		base := int(table[b]) * bs
+		base := kv.RowOffset(int(table[b])*bs, g) // the head's rows of the block follow each other
 		for o := 0; o < bs && p < ctx; o, p = o+1, p+1 {
-			ws.offs[p] = (base+o)*stride + head
+			ws.offs[p] = base + o*hd
 		}
 	}
 	return ws.offs

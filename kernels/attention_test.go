@@ -239,4 +239,13 @@ func TestWriteKV(t *testing.T) {
 	if l.Slots() != 4 {
 		t.Fatalf("Slots() = %d, want 4", l.Slots())
 	}
+	// two KV heads: a block holds head 0's rows, then head 1's
+	l = &KVLayer{Type: KVF32, BlockSize: 2, KVHeads: 2, HeadDim: 2, K32: make([]float32, 16), V32: make([]float32, 16)}
+	WriteKV(l, []int32{1, 2}, []float32{1, 2, 3, 4, 5, 6, 7, 8}, make([]float32, 8))
+	want := []float32{0, 0, 1, 2, 0, 0, 3, 4, 5, 6, 0, 0, 7, 8, 0, 0}
+	for i, w := range want {
+		if l.K32[i] != w {
+			t.Fatalf("two heads: K = %v, want %v", l.K32, want)
+		}
+	}
 }

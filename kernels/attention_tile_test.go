@@ -13,7 +13,7 @@ import (
 func perTokenAttention(k *impl, a *Attention, kv *KVLayer) {
 	j := attentionJob{a: a, kv: kv, k: k, scratch: make([]workerScratch, 1)}
 	ws := &j.scratch[0]
-	hd, bs, stride := kv.HeadDim, kv.BlockSize, kv.KVHeads*kv.HeadDim
+	bs := kv.BlockSize
 	for s := range len(a.QueryStart) - 1 {
 		table := a.BlockTables[s]
 		for i := int(a.QueryStart[s]); i < int(a.QueryStart[s+1]); i++ {
@@ -22,10 +22,9 @@ func perTokenAttention(k *impl, a *Attention, kv *KVLayer) {
 					j.tiled(ws, attnTile{seq: int32(s), first: int32(i), end: int32(i + 1)}, h, h+1)
 					continue
 				}
-				head := h / (a.Heads / kv.KVHeads) * hd
 				ws.offs = make([]int, a.Positions[i]+1)
 				for p := range ws.offs {
-					ws.offs[p] = (int(table[p/bs])*bs+p%bs)*stride + head
+					ws.offs[p] = kv.RowOffset(int(table[p/bs])*bs+p%bs, h/(a.Heads/kv.KVHeads))
 				}
 				j.token(ws, i, h)
 			}
