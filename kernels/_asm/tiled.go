@@ -100,11 +100,7 @@ func tiledAccFor(p int) int { return 4*(p%4) + p/4 }
 // reduce16: (v[i] + v[i+8]), then + (i+4), then (q0+q2) + (q1+q3).
 func genTiledScoresZMM() {
 	name := "tiledScoresAVX512"
-	TEXT(name, NOSPLIT, scoresSig)
-	Doc(name + scoresDoc)
-	Pragma("noescape")
-	out, q0, kb, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
-	n, nb := loadGP("n"), loadGP("nb")
+	out, q0, kb, hp, n, nb := tiledScoresHead(name)
 	sc := bcastArg("scale")
 	SHRQ(U8(4), hp)
 	run := ZMM() // the largest valid score so far, lane by lane
@@ -172,6 +168,15 @@ func genTiledScoresZMM() {
 	RET()
 }
 
+// tiledScoresHead emits a scores kernel's head and loads its integer
+// arguments.
+func tiledScoresHead(name string) (out, q, kb, hp, n, nb reg.GPVirtual) {
+	TEXT(name, NOSPLIT, scoresSig)
+	Doc(name + scoresDoc)
+	Pragma("noescape")
+	return loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp"), loadGP("n"), loadGP("nb")
+}
+
 const (
 	scoresSig = "func(out, q, kb *float32, hp int, scale float32, n, nb int) float32"
 	scoresDoc = " sets out[p] = reduce16 of the 16 fused lanes of q·k_p, times scale, for the 16·nb positions of nb ≥ 1 consecutive blocks at kb (hp a positive multiple of 16), and returns the largest of out[p] for p < n (−∞ for n ≤ 0)."
@@ -181,11 +186,7 @@ const (
 // 8..15 of a position), four positions at a time, each reduced alone.
 func genTiledScoresYMM() {
 	name := "tiledScoresAVX2"
-	TEXT(name, NOSPLIT, scoresSig)
-	Doc(name + scoresDoc)
-	Pragma("noescape")
-	out, q0, kbBlock, hp := loadGP("out"), loadGP("q"), loadGP("kb"), loadGP("hp")
-	n, nb := loadGP("n"), loadGP("nb")
+	out, q0, kbBlock, hp, n, nb := tiledScoresHead(name)
 	sx := XMM()
 	Load(Param("scale"), sx)
 	blockBytes := blockBytesOf(hp)
