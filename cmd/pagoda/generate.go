@@ -25,7 +25,7 @@ const modelFlagHelp = "GGUF file, or a model reference: smollm2, org/repo[:QUANT
 // Help texts of the flags several commands share.
 const (
 	threadsFlagHelp    = "kernel threads (0 = all cores)"
-	exactFlagHelp      = "multiply the weights with llama.cpp's arithmetic, bit for bit (as its default configuration), instead of the fast integer block sums"
+	exactFlagHelp      = "compute with llama.cpp's arithmetic, bit for bit (as its default configuration: its matmuls and unfused attention), instead of the fast integer block sums and tiled attention"
 	outputJSONFlagHelp = "also write the results to this JSON file"
 )
 
