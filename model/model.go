@@ -111,11 +111,14 @@ type LoadOptions struct {
 	// of its default configuration, bit for bit: Q4_0 matrices that
 	// llama.cpp repacks with its repacked arithmetic (kernels.Repack, as
 	// llama.cpp does on x86 machines with AVX2), every other weight with
-	// ggml's plain vec_dot arithmetic. The tests that compare with
-	// llama.cpp's outputs use it. By default every quantized weight type
-	// that has one takes the fast arithmetic (kernels.Fast: one exact
-	// integer dot and one multiply-add per block and (row, token)), which
-	// differs from llama.cpp's plain arithmetic only by float rounding.
+	// ggml's plain vec_dot arithmetic; attention follows llama.cpp's
+	// unfused path (or its flash attention with FlashAttention). The tests
+	// that compare with llama.cpp's outputs use it. By default every
+	// quantized weight type that has one takes the fast arithmetic
+	// (kernels.Fast: one exact integer dot and one multiply-add per block
+	// and (row, token)) and attention its tiled float32 arithmetic
+	// (kernels.AttnTiled), which differ from llama.cpp's only by float
+	// rounding.
 	ExactArithmetic bool
 	// NoRepack keeps every matmul weight in llama.cpp's plain vec_dot
 	// arithmetic (llama.cpp's --no-repack), Q4_0 included; it implies
