@@ -241,8 +241,34 @@ func (j *attentionJob) block(dst []float32, x16 []uint16, x32 []float32, offs []
 	case KVF16:
 		j.k.tiled.blockF16(dst, x16, offs, hd)
 	case KVBF16:
-		blockRows(dst, offs, hd, func(off, d int) float32 { return BF16ToF32(x16[off+d]) })
+		blockBF16(dst, x16, offs, hd)
 	default:
-		blockRows(dst, offs, hd, func(off, d int) float32 { return x32[off+d] })
+		blockF32(dst, x32, offs, hd)
+	}
+}
+
+// blockBF16 is blockRows of BF16 rows (a bfloat16 is the high half of its
+// float32), without a call per element.
+func blockBF16(dst []float32, src []uint16, offs []int, hd int) {
+	hp := (hd + 15) &^ 15
+	dst = dst[:16*hp]
+	clear(dst)
+	for p, off := range offs {
+		for d, h := range src[off : off+hd] {
+			dst[(d&^15+p)*16+d&15] = math.Float32frombits(uint32(h) << 16)
+		}
+	}
+}
+
+// blockF32 is blockRows of F32 rows, 16 elements at a time.
+func blockF32(dst []float32, src []float32, offs []int, hd int) {
+	hp := (hd + 15) &^ 15
+	dst = dst[:16*hp]
+	clear(dst)
+	for p, off := range offs {
+		row := src[off : off+hd]
+		for m := 0; m < hd; m += 16 {
+			copy(dst[(m+p)*16:][:16], row[m:min(m+16, hd)])
+		}
 	}
 }

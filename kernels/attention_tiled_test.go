@@ -79,3 +79,25 @@ func TestTiledRowGroups(t *testing.T) {
 		}
 	})
 }
+
+// TestTiledBlockTypes: the BF16 and F32 block conversions place every
+// element as blockRows does, head sizes with and without a partial chunk.
+func TestTiledBlockTypes(t *testing.T) {
+	r := newRand(97)
+	for _, hd := range []int{8, 64, 80} {
+		x32 := randVec(r, 20*hd, 1)
+		x16 := make([]uint16, len(x32))
+		for i, v := range x32 {
+			x16[i] = F32ToBF16(v)
+		}
+		offs := []int{3 * hd, 0, 19 * hd, 7 * hd, 11 * hd}
+		hp := (hd + 15) &^ 15
+		want, got := nanVec(16*hp), nanVec(16*hp)
+		blockRows(want, offs, hd, func(off, d int) float32 { return BF16ToF32(x16[off+d]) })
+		blockBF16(got, x16, offs, hd)
+		checkSameF32(t, fmt.Sprintf("bf16 hd %d", hd), got, want)
+		blockRows(want, offs, hd, func(off, d int) float32 { return x32[off+d] })
+		blockF32(got, x32, offs, hd)
+		checkSameF32(t, fmt.Sprintf("f32 hd %d", hd), got, want)
+	}
+}
