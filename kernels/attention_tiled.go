@@ -6,8 +6,9 @@ import "math"
 // task computes one query tile for every query head of one KV head
 // (Heads/KVHeads heads sharing its K and V rows, grouped-query attention),
 // converting each block of 16 cache positions to float32 once for all of
-// the task's rows (token, head) instead of once per row, and computing the
-// scores of a block as sixteen fused dot products reduced together.
+// the task's rows (token, head) instead of once per row, four blocks at a
+// time, and computing the scores of a block as sixteen fused dot products
+// reduced together.
 //
 // The arithmetic of one row (token i, query head h, context c = its
 // position + 1), with hp the head dimension rounded up to 16 (q and the
@@ -16,9 +17,10 @@ import "math"
 //	lane[l]  = q[l]·k[l]; then lane[l] = fma(q[16m+l], k[16m+l], lane[l])
 //	           for m = 1..hp/16−1             (per position p < c)
 //	s[p]     = reduce16(lane)·Scale
-//	e[p]     = exp(s[p] − max s) as softmaxExp (max: the largest s[p] by
-//	           >, whichever zero if the largest is zero) over s padded with −∞ to a
-//	           multiple of 16, which also returns the sum S
+//	e[p]     = exp(s[p] − max s) as softmaxExp over s padded with −∞ to
+//	           a multiple of 16, which also returns the sum S (max s: the
+//	           largest by >; either zero when it is a zero, which gives
+//	           the same e)
 //	acc[d]   = fma(e[p], v[p][d], acc[d]) for p = 0..c−1 in order, from 0
 //	out[d]   = acc[d]·float32(1/S)
 //
