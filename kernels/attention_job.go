@@ -10,8 +10,10 @@ import (
 type attnTile struct{ seq, first, end int32 }
 
 // attentionJob: task = tile·Heads + head, over the query tiles of the call
-// (AttnTile tokens of one sequence, for one query head). Tasks past the
-// real tiles (a plan's worst-case count, Attention.Tiles) return at once.
+// (AttnTile tokens of one sequence, for one query head); for AttnTiled
+// task = tile·KVHeads + KV head, for that KV head's query heads
+// (taskHeads). Tasks past the real tiles (a plan's worst-case count,
+// Attention.Tiles) return at once.
 type attentionJob struct {
 	a       *Attention
 	kv      *KVLayer

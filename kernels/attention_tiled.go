@@ -60,10 +60,12 @@ func blockF16Generic(dst []float32, src []uint16, offs []int, hd int) {
 	blockRows(dst, offs, hd, func(off, d int) float32 { return f16Table[src[off+d]] })
 }
 
+// pad16 is the head dimension hd rounded up to whole chunks of 16.
+func pad16(hd int) int { return (hd + 15) &^ 15 }
+
 // blockRows fills dst in the block layout with at(offs[p], d).
 func blockRows(dst []float32, offs []int, hd int, at func(off, d int) float32) {
-	hp := (hd + 15) &^ 15
-	dst = dst[:16*hp]
+	dst = dst[:16*pad16(hd)]
 	clear(dst)
 	for p, off := range offs {
 		for d := range hd {
@@ -143,11 +145,10 @@ func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
 	}
 	offs := j.offsets(ws, a.BlockTables[tl.seq], ctx, h0)
 	rows := int(tl.end-tl.first) * heads
-	per := max(1, tiledScratch/((ctx+15)&^15))
+	per := max(1, tiledScratch/pad16(ctx))
 	for r0 := 0; r0 < rows; r0 += per {
 		j.tiledRows(ws, tiledRows{first: int(tl.first), h0: h0, heads: heads, r0: r0, r1: min(r0+per, rows)}, offs)
 	}
-	ws.offs = offs
 }
 
 // tiledRows is a group of a task's rows: row r (r0 ≤ r < r1) is token
@@ -164,14 +165,14 @@ func (g tiledRows) at(a *Attention, r, hd int) int {
 func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	a, kv, tk := j.a, j.kv, &j.k.tiled
 	hd := kv.HeadDim
-	hp := (hd + 15) &^ 15
+	hp := pad16(hd)
 	rows := g.r1 - g.r0
 	ctxOf := func(r int) int { return int(a.Positions[g.first+(g.r0+r)/g.heads]) + 1 }
 	ctx := 0
 	for r := range rows {
 		ctx = max(ctx, ctxOf(r))
 	}
-	width := (ctx + 15) &^ 15
+	width := pad16(ctx)
 	ws.scores = grow(ws.scores, rows*width)
 	ws.acc = grow(ws.acc, rows*hp+2*rows)
 	ws.block = grow(ws.block, tiledChunk*16*hp)
@@ -179,15 +180,18 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	for r := range mx {
 		mx[r] = float32(math.Inf(-1))
 	}
-	qrow := func(r int) []float32 {
-		q := a.Q[g.at(a, g.r0+r, hd):][:hd]
-		if hd == hp {
-			return q
+	if hd != hp { // the queries zero-padded to whole chunks, once
+		ws.q = grow(ws.q, rows*hp)
+		clear(ws.q[:rows*hp])
+		for r := range rows {
+			copy(ws.q[r*hp:], a.Q[g.at(a, g.r0+r, hd):][:hd])
 		}
-		ws.q = grow(ws.q, hp)
-		clear(ws.q[hd:hp])
-		copy(ws.q, q)
-		return ws.q[:hp]
+	}
+	qrow := func(r int) []float32 {
+		if hd != hp {
+			return ws.q[r*hp:][:hp]
+		}
+		return a.Q[g.at(a, g.r0+r, hd):][:hd]
 	}
 	const chunk = 16 * tiledChunk
 	for b := 0; b < ctx; b += chunk {
@@ -195,7 +199,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		for r := range rows {
 			if c := ctxOf(r); c > b {
 				n := min(c-b, chunk)
-				m := tk.scores(ws.scores[r*width+b:][:(n+15)&^15], qrow(r), ws.block, a.Scale, n)
+				m := tk.scores(ws.scores[r*width+b:][:pad16(n)], qrow(r), ws.block, a.Scale, n)
 				if m > mx[r] {
 					mx[r] = m
 				}
@@ -204,7 +208,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	}
 	for r := range rows {
 		c := ctxOf(r)
-		sc := ws.scores[r*width:][:(c+15)&^15]
+		sc := ws.scores[r*width:][:pad16(c)]
 		for p := c; p < len(sc); p++ {
 			sc[p] = float32(math.Inf(-1))
 		}
@@ -230,7 +234,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 // blocks converts the cache rows at offs (K or V, at most tiledChunk
 // blocks of them) into consecutive blocks of dst, the last one padded.
 func (j *attentionJob) blocks(dst []float32, x16 []uint16, x32 []float32, offs []int, hd int) {
-	size := 16 * ((hd + 15) &^ 15)
+	size := 16 * pad16(hd)
 	for i := 0; i < len(offs); i += 16 {
 		j.block(dst[i/16*size:][:size], x16, x32, offs[i:min(i+16, len(offs))], hd)
 	}
@@ -249,23 +253,20 @@ func (j *attentionJob) block(dst []float32, x16 []uint16, x32 []float32, offs []
 	}
 }
 
-// blockBF16 is blockRows of BF16 rows (a bfloat16 is the high half of its
-// float32), without a call per element.
+// blockBF16 is blockRows of BF16 rows, without a closure per element.
 func blockBF16(dst []float32, src []uint16, offs []int, hd int) {
-	hp := (hd + 15) &^ 15
-	dst = dst[:16*hp]
+	dst = dst[:16*pad16(hd)]
 	clear(dst)
 	for p, off := range offs {
 		for d, h := range src[off : off+hd] {
-			dst[(d&^15+p)*16+d&15] = math.Float32frombits(uint32(h) << 16)
+			dst[(d&^15+p)*16+d&15] = BF16ToF32(h)
 		}
 	}
 }
 
 // blockF32 is blockRows of F32 rows, 16 elements at a time.
 func blockF32(dst []float32, src []float32, offs []int, hd int) {
-	hp := (hd + 15) &^ 15
-	dst = dst[:16*hp]
+	dst = dst[:16*pad16(hd)]
 	clear(dst)
 	for p, off := range offs {
 		row := src[off : off+hd]

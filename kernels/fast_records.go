@@ -17,11 +17,21 @@ import (
 const fastRec = 40
 
 var (
-	recordsBias8   = &fastRecords{size: fastRec, write: recordsBias(8), blocks32: true, bias: 8}     // Q4_0: q−8
-	recordsBias16  = &fastRecords{size: fastRec, write: recordsBias(16), blocks32: true, bias: 16}   // Q5_0: q−16
-	recordsBias128 = &fastRecords{size: fastRec, write: recordsBias(128), blocks32: true, bias: 128} // Q8_0: VPDPBUSD's q+128
-	recordsMin     = &fastRecords{size: fastRec, write: writeRecordsMin, blocks32: true, min: true}  // Q4_1, Q5_1
+	recordsBias8   = newFastRecords32(8, false)   // Q4_0: q−8
+	recordsBias16  = newFastRecords32(16, false)  // Q5_0: q−16
+	recordsBias128 = newFastRecords32(128, false) // Q8_0: VPDPBUSD's q+128
+	recordsMin     = newFastRecords32(0, true)    // Q4_1, Q5_1
 )
+
+// newFastRecords32 returns the format of records whose x is −bias·Σqs, or d·Σqs
+// with min, and its Go writer.
+func newFastRecords32(bias int32, min bool) *fastRecords {
+	r := &fastRecords{size: fastRec, blocks32: true, bias: bias, min: min, write: recordsBias(bias)}
+	if min {
+		r.write = writeRecordsMin
+	}
+	return r
+}
 
 // writeFast writes row's records of format r into rec: with k's record
 // kernel when it has one for the format (the same bytes as r.write).
@@ -51,7 +61,8 @@ func writeRecordsMin(rec []byte, row *actRow) {
 func writeRecords(rec []byte, row *actRow, x func(d float32, sum int32) uint32) {
 	for b := range len(row.d) {
 		r := rec[b*fastRec : (b+1)*fastRec]
-		q := unsafe.Slice((*byte)(unsafe.Pointer(&row.qs[b*32])), 32) // the int8s' bytes
+		qs := row.qs[b*32 : (b+1)*32]
+		q := unsafe.Slice((*byte)(unsafe.Pointer(&qs[0])), 32) // the int8s' bytes
 		// the quants 8 at a time, summed as bytes: each one + 128 (xor of
 		// the sign bit) in 0..255, added in 16-bit halves that cannot
 		// carry (at most 8·255 each), all four halves at the end.
