@@ -56,3 +56,28 @@ func rep(n, v int) []int {
 	}
 	return s
 }
+
+// BenchmarkAttentionDecodeLayers times AttnTiled's decode of 32 sequences
+// at context 160 in the TinyLlama shape (32 heads, 4 KV heads, head size
+// 64) over 22 layers' caches in turn (120 MiB of F16 rows, more than any
+// cache holds), as a decode step reads them: one op is the 22 layers.
+func BenchmarkAttentionDecodeLayers(b *testing.B) {
+	const layers = 22
+	r := newRand(3)
+	var as []*Attention
+	var kvs []*KVLayer
+	for range layers {
+		a, kv := sameAttnCase(r, KVF16, 64, 32, 4, 16, rep(32, 160), rep(32, 1))
+		a.Mode = AttnTiled
+		a.Tiles = AttentionTiles(a.QueryStart)
+		as, kvs = append(as, a), append(kvs, kv)
+	}
+	p := newPool(0, def)
+	defer p.Close()
+	b.ResetTimer()
+	for range b.N {
+		for l := range layers {
+			p.Attention(as[l], kvs[l])
+		}
+	}
+}

@@ -3,6 +3,8 @@ package kernels
 import (
 	"sync"
 	"time"
+
+	"pagoda/internal/hugemem"
 )
 
 // Machine ceilings: probes of the memory read bandwidth and of the peak
@@ -18,7 +20,7 @@ func ReadBandwidth(threads, size, reps int) float64 {
 	per := max(512, size/threads&^511)
 	bufs := make([][]byte, threads)
 	for i := range bufs {
-		bufs[i] = make([]byte, per)
+		bufs[i] = hugemem.Slice[byte](per)
 		for j := 0; j < per; j += 4096 {
 			bufs[i][j] = byte(j) // fault the pages in
 		}

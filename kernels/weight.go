@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"pagoda/gguf"
+	"pagoda/internal/hugemem"
 )
 
 // Weight is a 2-D weight matrix in its file encoding: Rows output features
@@ -63,11 +64,15 @@ func packRows32(w Weight) []byte {
 	})
 }
 
+// weightArena holds the repacked weights: matrices are streamed whole at
+// every step, and huge pages spare the stream its page walks.
+var weightArena hugemem.Arena
+
 // packGroups returns groups records of gb bytes, record g written by
 // fill(record, g); groups are split over GOMAXPROCS goroutines (load time
 // only).
 func packGroups(groups, gb int, fill func(out []byte, g int)) []byte {
-	out := make([]byte, groups*gb)
+	out := weightArena.Bytes(groups * gb)
 	parts := min(runtime.GOMAXPROCS(0), groups)
 	var wg sync.WaitGroup
 	for p := range parts {

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"slices"
+
+	"pagoda/internal/hugemem"
 )
 
 // KVType is the element type of the paged KV cache.
@@ -66,11 +68,11 @@ func NewKVCache(layers, numBlocks, blockSize, kvHeads, headDim int, t KVType) (*
 	n := numBlocks * blockSize * kvHeads * headDim
 	for range layers {
 		if t == KVF32 {
-			c.K32 = append(c.K32, make([]float32, n))
-			c.V32 = append(c.V32, make([]float32, n))
+			c.K32 = append(c.K32, hugemem.Slice[float32](n))
+			c.V32 = append(c.V32, hugemem.Slice[float32](n))
 		} else {
-			c.K16 = append(c.K16, make([]uint16, n))
-			c.V16 = append(c.V16, make([]uint16, n))
+			c.K16 = append(c.K16, hugemem.Slice[uint16](n))
+			c.V16 = append(c.V16, hugemem.Slice[uint16](n))
 		}
 	}
 	return c, nil
