@@ -46,10 +46,6 @@ type tiledKernels struct {
 	// values sets acc[d] = fma(e[p], v[p][d], acc[d]) for p < len(e) in
 	// order, position p in block p/16 of vb (len(acc) = hp).
 	values func(acc, e, vb []float32)
-	// prefetch, where an implementation has it, hints that the rows at
-	// offs (x16 for the 16-bit caches, else x32) are read next; it
-	// changes nothing but timing.
-	prefetch func(x16 []uint16, x32 []float32, offs []int, hd int)
 }
 
 // tiledChunk is the number of blocks the kernels take per call: 4 blocks
@@ -202,14 +198,14 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	// prefetch of the chunk after it.
 	chunks := (ctx + chunk - 1) / chunk
 	ahead := func(i int) {
-		if tk.prefetch == nil || i >= 2*chunks {
+		if i >= 2*chunks {
 			return
 		}
 		x16, x32 := kv.K16, kv.K32
 		if i >= chunks {
 			x16, x32, i = kv.V16, kv.V32, i-chunks
 		}
-		tk.prefetch(x16, x32, offs[i*chunk:min((i+1)*chunk, ctx)], hd)
+		prefetchCacheRows(x16, x32, offs[i*chunk:min((i+1)*chunk, ctx)], hd)
 	}
 	ahead(0)
 	for b := 0; b < ctx; b += chunk {

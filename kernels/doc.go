@@ -109,6 +109,7 @@
 //	attnavx2    AVX2            the same, and float32 to F16 rows
 //	tiled       AVX-512         AttnTiled: F16 blocks to float32, block scores, values
 //	tiledavx2   AVX2            the same
+//	prefetch    any amd64       cache hints: weight lines, gathered KV rows
 //	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
 //
 // In the exact arithmetic, types without a kernel in an implementation

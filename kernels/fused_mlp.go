@@ -130,6 +130,21 @@ func (g *gluJob) tasks() int {
 	return nr * ((g.n + g.acts - 1) / g.acts)
 }
 
+// prefetch hints that task's gate and up rows are read soon (prefetcher).
+func (g *gluJob) prefetch(task int) int {
+	hidden := g.gate.w.Rows
+	nr := (hidden + g.rows - 1) / g.rows
+	if task >= nr {
+		return 0 // the rows of a later token block's task were read before
+	}
+	r0 := task * g.rows
+	r1 := min(r0+g.rows, hidden)
+	a, b := g.gate.weightRows(r0, r1), g.up.weightRows(r0, r1)
+	prefetchBytes(a)
+	prefetchBytes(b)
+	return len(a) + len(b)
+}
+
 func (g *gluJob) run(worker, task int) {
 	hidden := g.gate.w.Rows
 	nr := (hidden + g.rows - 1) / g.rows

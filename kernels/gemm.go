@@ -170,16 +170,14 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 	block, size := j.gemm.recordSize()
 	rows, nb := j.w.Rows, j.w.Cols/block
 	stride := nb * size
-	tiles, w, wb := j.gemm.tiles, &j.w.Data[r0*j.rowBytes], j.rowBytes
-	if f := j.gemm.fast; f != nil {
-		// Groups of f.rows (planMatmul makes r0 a multiple).
-		wb = nb * f.groupBlock
-		w = &j.w.repacked[r0/f.rows*wb]
-	} else if j.w.packed != nil && j.gemm.packed != nil && r0%4 == 0 {
-		// Groups of four rows (newMatmulJob makes r0 a multiple of four).
-		wb = 4 * j.rowBytes
-		tiles, w = j.gemm.packed, &j.w.packed[r0/4*wb]
+	tiles, wb := j.gemm.tiles, j.rowBytes // the stride of rows or row groups
+	switch j.weightLayout(r0) {
+	case layoutFast:
+		wb = nb * j.gemm.fast.groupBlock
+	case layoutPacked:
+		tiles, wb = j.gemm.packed, 4*j.rowBytes
 	}
+	w := &j.weightRows(r0, r1)[0]
 	// As few passes over the weights as the widest tile allows, as even as
 	// possible (16 tokens on 5-wide tiles: 4+4+4+4, not 5+5+5+1).
 	passes := (t1 - t0 + len(tiles) - 1) / len(tiles)
@@ -192,6 +190,41 @@ func (j *matmulJob) runGEMM(r0, r1, t0, t1 int) {
 		tiles[na-1](w, wb, r1-r0, &act[t*stride], stride, nb, &j.dst[t*rows+r0], rows)
 		t += na
 	}
+}
+
+// The layouts compute reads a weight's rows in.
+const (
+	layoutRows   = iota // w.Data, row after row
+	layoutFast          // w.repacked: groups of gemm.fast.rows rows
+	layoutPacked        // w.packed: groups of four rows
+)
+
+// weightLayout is the layout runGEMM reads rows from r0 on in.
+func (j *matmulJob) weightLayout(r0 int) int {
+	switch g := j.gemm; {
+	case g == nil:
+	case g.fast != nil:
+		return layoutFast // planMatmul makes r0 a multiple of the group
+	case j.w.packed != nil && g.packed != nil && r0%4 == 0:
+		return layoutPacked // newMatmulJob makes r0 a multiple of four
+	}
+	return layoutRows
+}
+
+// weightRows is the weight memory compute reads for rows [r0, r1): whole
+// groups of the grouped layouts.
+func (j *matmulJob) weightRows(r0, r1 int) []byte {
+	switch j.weightLayout(r0) {
+	case layoutFast:
+		f := j.gemm.fast
+		block, _ := j.gemm.recordSize()
+		gb := j.w.Cols / block * f.groupBlock
+		return j.w.repacked[r0/f.rows*gb : min(len(j.w.repacked), (r1+f.rows-1)/f.rows*gb)]
+	case layoutPacked:
+		gb := 4 * j.rowBytes
+		return j.w.packed[r0/4*gb : min(len(j.w.packed), (r1+3)/4*gb)]
+	}
+	return j.w.Data[r0*j.rowBytes : r1*j.rowBytes]
 }
 
 // fmaRoundsOnce reports whether the generic fma32 is an IEEE fused

@@ -25,3 +25,4 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel kfastavx2 -pkg kernels -out ../kfastavx2_amd64.s -stubs ../kfastavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel tiled -pkg kernels -out ../tiled_amd64.s -stubs ../tiled_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel tiledavx2 -pkg kernels -out ../tiledavx2_amd64.s -stubs ../tiledavx2_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel prefetch -pkg kernels -out ../prefetch_amd64.s -stubs ../prefetch_stubs_amd64.go"

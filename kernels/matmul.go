@@ -172,6 +172,19 @@ func (j *matmulJob) run(_, task int) {
 	j.compute(r0, r1, t0, t1)
 }
 
+// prefetch hints that task's weight rows are read soon (prefetcher); the
+// tasks of later token blocks read rows an earlier task read.
+func (j *matmulJob) prefetch(task int) int {
+	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
+	if j.convRows > 0 || task >= nr {
+		return 0
+	}
+	r0 := task * j.rowsPerTask
+	b := j.weightRows(r0, min(r0+j.rowsPerTask, j.w.Rows))
+	prefetchBytes(b)
+	return len(b)
+}
+
 // compute computes output rows [r0, r1) of tokens [t0, t1), once the
 // activations are converted: each element is the same product whatever
 // the ranges (r0 a multiple of the row grouping of planMatmul when the

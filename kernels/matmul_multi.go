@@ -114,6 +114,20 @@ func (m *multiJob) run(worker, task int) {
 	}
 }
 
+// prefetch hints that task's weights are read soon (prefetcher).
+func (m *multiJob) prefetch(task int) int {
+	i := 0
+	for m.start[i+1] <= task {
+		i++
+	}
+	s0 := (task - m.start[i]) * m.chunk
+	n := 0
+	for s := s0; s < min(s0+m.chunk, m.subs[i]); s++ {
+		n += m.jobs[i].prefetch(s)
+	}
+	return n
+}
+
 // samePrep reports whether weights a and b read identically
 // converted activations: the same activation kind, and the same records
 // for the accelerated kernels (or none for either).

@@ -2,10 +2,7 @@
 
 package kernels
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
 // The AttnTiled kernels of the AVX-512 and AVX2 implementations
 // (tiled_amd64.s, tiledavx2_amd64.s); block conversion of head sizes that
@@ -25,8 +22,7 @@ func tiledAsm(block func(dst *float32, src *uint16, offs *int, n, hd int),
 		scores: func(out, q, kb []float32, scale float32, n int) float32 {
 			return tiledScoresWith(scores, out, q, kb, scale, n)
 		},
-		values:   func(acc, e, vb []float32) { tiledValuesWith(values, acc, e, vb) },
-		prefetch: tiledPrefetchRows,
+		values: func(acc, e, vb []float32) { tiledValuesWith(values, acc, e, vb) },
 	}
 }
 
@@ -58,16 +54,4 @@ func tiledValuesWith(asm func(acc, e, vb *float32, n, hp int), acc, e, vb []floa
 	}
 	_ = vb[(len(e)+15)/16*16*hp-1]
 	asm(&acc[0], &e[0], &vb[0], len(e), hp)
-}
-
-// tiledPrefetchRows is tiledKernels.prefetch.
-func tiledPrefetchRows(x16 []uint16, x32 []float32, offs []int, hd int) {
-	if len(offs) == 0 {
-		return
-	}
-	base, size := unsafe.Pointer(unsafe.SliceData(x32)), 4
-	if x16 != nil {
-		base, size = unsafe.Pointer(unsafe.SliceData(x16)), 2
-	}
-	tiledPrefetch((*byte)(base), &offs[0], len(offs), size, (hd*size+63)/64)
 }

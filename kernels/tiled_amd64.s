@@ -4,31 +4,6 @@
 
 #include "textflag.h"
 
-// func tiledPrefetch(base *byte, offs *int, n int, size int, lines int)
-// Requires: MMX+
-TEXT ·tiledPrefetch(SB), NOSPLIT, $0-40
-	MOVQ base+0(FP), AX
-	MOVQ offs+8(FP), CX
-	MOVQ n+16(FP), DX
-	MOVQ size+24(FP), BX
-	MOVQ lines+32(FP), SI
-
-tiledPrefetch_row:
-	MOVQ  (CX), DI
-	IMULQ BX, DI
-	ADDQ  AX, DI
-	MOVQ  SI, R8
-
-tiledPrefetch_line:
-	PREFETCHT0 (DI)
-	ADDQ       $0x40, DI
-	DECQ       R8
-	JNZ        tiledPrefetch_line
-	ADDQ       $0x08, CX
-	DECQ       DX
-	JNZ        tiledPrefetch_row
-	RET
-
 // func tiledBlockF16AVX512(dst *float32, src *uint16, offs *int, n int, hd int)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·tiledBlockF16AVX512(SB), NOSPLIT, $0-40

@@ -4,11 +4,6 @@
 
 package kernels
 
-// tiledPrefetch prefetches lines 64-byte lines from base+offs[p]·size for each p < n (n ≥ 1, lines ≥ 1).
-//
-//go:noescape
-func tiledPrefetch(base *byte, offs *int, n int, size int, lines int)
-
 // tiledBlockF16AVX512 converts the F16 rows src[offs[p]:][:hd] (p < n ≤ 16, hd a positive multiple of 16) into dst in the tiled block layout, zeroing positions n..15.
 //
 //go:noescape

@@ -47,6 +47,7 @@ var families = map[string]func(){
 	"kfastavx2":  genKFastAVX2,
 	"tiled":      genTiled,
 	"tiledavx2":  genTiledAVX2,
+	"prefetch":   genPrefetch,
 }
 
 func main() {

@@ -27,7 +27,6 @@ var (
 )
 
 func genTiled() {
-	genTiledPrefetch()
 	genTiledBlockF16(tiledZMM)
 	genTiledScoresZMM()
 	genTiledValues(tiledZMM)
@@ -37,32 +36,6 @@ func genTiledAVX2() {
 	genTiledBlockF16(tiledYMM)
 	genTiledScoresYMM()
 	genTiledValues(tiledYMM)
-}
-
-// genTiledPrefetch: a hint to bring the cache rows a task reads next
-// into the caches (PREFETCHT0 of every 64-byte line of each row), which
-// touches no memory and changes no result.
-func genTiledPrefetch() {
-	name := "tiledPrefetch"
-	TEXT(name, NOSPLIT, "func(base *byte, offs *int, n, size, lines int)")
-	Doc(name + " prefetches lines 64-byte lines from base+offs[p]·size for each p < n (n ≥ 1, lines ≥ 1).")
-	Pragma("noescape")
-	base, offs, n, size, lines := loadGP("base"), loadGP("offs"), loadGP("n"), loadGP("size"), loadGP("lines")
-	Label(name + "_row")
-	a, l := GP64(), GP64()
-	MOVQ(Mem{Base: offs}, a)
-	IMULQ(size, a)
-	ADDQ(base, a)
-	MOVQ(lines, l)
-	Label(name + "_line")
-	PREFETCHT0(Mem{Base: a})
-	ADDQ(U8(64), a)
-	DECQ(l)
-	JNZ(LabelRef(name + "_line"))
-	ADDQ(U8(8), offs)
-	DECQ(n)
-	JNZ(LabelRef(name + "_row"))
-	RET()
 }
 
 // genTiledBlockF16: the F16 rows at offs[p] (p < n ≤ 16, hd a positive
