@@ -149,7 +149,10 @@ func TestQwen2AgainstDense(t *testing.T) {
 			if got := m.Config().Rope.NeoX; got != (spec.arch == "qwen2") {
 				t.Fatalf("NeoX rope = %v for %s", got, spec.arch)
 			}
-			ref := loadDense(t, f, m.Config())
+			ref, err := NewDense(f, m.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
 			kv, err := m.NewKVCache(8, 4, tc.kv)
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +171,7 @@ func TestQwen2AgainstDense(t *testing.T) {
 				if err := m.Forward(&b, kv, logits); err != nil {
 					t.Fatal(err)
 				}
-				want := ref.forward(s.tokens)[s.done:]
+				want := ref.Forward(s.tokens)[s.done:]
 				compareLogits(t, step, logits, want, tc.tol)
 				s.done = len(s.tokens)
 				s.tokens = append(s.tokens, int32(step*7+1))

@@ -3,16 +3,21 @@ package llama
 import (
 	"fmt"
 	"math"
-	"testing"
+	"runtime"
+	"sync"
 
 	"pagoda/gguf"
 	"pagoda/model"
 )
 
-// dense is a straightforward float64 implementation of the same
-// architecture over dequantized weights, with contiguous full-causal
-// attention: an independent reference for the paged, quantized Forward.
-type dense struct {
+// Dense is a straightforward float64 implementation of the architecture
+// over the file's dequantized weights, with unquantized activations and
+// contiguous full-causal attention: the model's own math without the
+// roundings of any arithmetic (pagoda's fast one, llama.cpp's). It is the
+// independent reference of the tests and of `pagoda bench kld --reference
+// dense`, not a way to serve: it recomputes every position from scratch.
+// Only plain RoPE is implemented.
+type Dense struct {
 	cfg     model.Config
 	embd    []float64 // (vocab, dim)
 	out     []float64 // (vocab, dim)
@@ -28,19 +33,24 @@ type denseLayer struct {
 	qDim, kvDim, hiddenDim int
 }
 
-func loadDense(t testing.TB, f *gguf.File, cfg model.Config) *dense {
-	t.Helper()
+// NewDense loads the weights of f, a model of configuration cfg (the
+// Config of the model loaded from f), as float64.
+func NewDense(f *gguf.File, cfg model.Config) (*Dense, error) {
+	if cfg.Rope.Scaling != "" && cfg.Rope.Scaling != model.RopeScalingNone {
+		return nil, fmt.Errorf("dense reference: RoPE scaling %q is not implemented", cfg.Rope.Scaling)
+	}
+	var firstErr error
 	get := func(name string, optional bool) []float64 {
 		data, info, err := f.TensorData(name)
 		if err != nil {
-			if optional {
-				return nil
+			if !optional && firstErr == nil {
+				firstErr = fmt.Errorf("dense reference: %s: %w", name, err)
 			}
-			t.Fatalf("%s: %v", name, err)
+			return nil
 		}
 		v := make([]float32, info.NumElements())
-		if err := gguf.Dequantize(info.Type, data, v); err != nil {
-			t.Fatalf("%s: %v", name, err)
+		if err := gguf.Dequantize(info.Type, data, v); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("dense reference: %s: %w", name, err)
 		}
 		out := make([]float64, len(v))
 		for i, x := range v {
@@ -48,7 +58,7 @@ func loadDense(t testing.TB, f *gguf.File, cfg model.Config) *dense {
 		}
 		return out
 	}
-	d := &dense{cfg: cfg, embd: get("token_embd.weight", false), outNorm: get("output_norm.weight", false)}
+	d := &Dense{cfg: cfg, embd: get("token_embd.weight", false), outNorm: get("output_norm.weight", false)}
 	d.out = get("output.weight", true)
 	if d.out == nil {
 		d.out = d.embd
@@ -64,22 +74,34 @@ func loadDense(t testing.TB, f *gguf.File, cfg model.Config) *dense {
 			qDim: cfg.Heads * cfg.HeadDim, kvDim: cfg.KVHeads * cfg.HeadDim, hiddenDim: cfg.HiddenDim,
 		})
 	}
-	return d
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return d, nil
 }
 
-// matvec returns w·x (+b) for w of (len(w)/len(x), len(x)).
+// matvec returns w·x (+b) for w of (len(w)/len(x), len(x)); rows are
+// split over GOMAXPROCS goroutines (each row's sum is the same whatever
+// the split).
 func matvec(w, x, b []float64) []float64 {
 	out := make([]float64, len(w)/len(x))
-	for r := range out {
-		var s float64
-		for c, v := range x {
-			s += w[r*len(x)+c] * v
-		}
-		if b != nil {
-			s += b[r]
-		}
-		out[r] = s
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(w)/(1<<16)))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			for r := len(out) * p / parts; r < len(out)*(p+1)/parts; r++ {
+				var s float64
+				for c, v := range x {
+					s += w[r*len(x)+c] * v
+				}
+				if b != nil {
+					s += b[r]
+				}
+				out[r] = s
+			}
+		})
 	}
+	wg.Wait()
 	return out
 }
 
@@ -113,8 +135,8 @@ func rope64(x []float64, pos int, c model.Config) {
 	}
 }
 
-// forward returns the logits of every position of tokens.
-func (d *dense) forward(tokens []int32) [][]float64 {
+// Forward returns the logits of every position of tokens.
+func (d *Dense) Forward(tokens []int32) [][]float64 {
 	c := d.cfg
 	n, hd := len(tokens), c.HeadDim
 	xs := make([][]float64, n)
