@@ -33,7 +33,7 @@ prefetchRows_row:
 	MOVQ  SI, R8
 
 prefetchRows_line:
-	PREFETCHT0 (DI)
+	PREFETCHT1 (DI)
 	ADDQ       $0x40, DI
 	DECQ       R8
 	JNZ        prefetchRows_line

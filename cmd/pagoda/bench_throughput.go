@@ -35,6 +35,7 @@ type throughputFlags struct {
 	outputJSON   string
 	noPrefixCach bool
 	exact        bool
+	cpuProfile   string
 }
 
 // runBenchThroughput implements `pagoda bench throughput`, like `vllm bench
@@ -49,6 +50,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.BoolVar(&f.noPrefixCach, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (not of the load) to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -76,6 +78,13 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	p := engine.GreedyParams(f.outputLen)
 	p.IgnoreEOS = true
+	if f.cpuProfile != "" {
+		stop, err := startProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	outs, err := e.Generate(ctx, prompts, p)
 	if err != nil {
