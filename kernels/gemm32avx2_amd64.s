@@ -21,7 +21,7 @@ gemmQ4_0_avx2_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ4_0_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), X2
 	VPSRLW       $0x04, X2, X1
 	VINSERTI128  $0x01, X1, Y2, Y1
@@ -98,7 +98,7 @@ gemmQ4_0_avx2_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_0_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), X3
 	VPSRLW       $0x04, X3, X2
 	VINSERTI128  $0x01, X2, Y3, Y2
@@ -171,7 +171,7 @@ gemmQ4_0_avx2_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_0_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), X4
 	VPSRLW       $0x04, X4, X3
 	VINSERTI128  $0x01, X3, Y4, Y3
@@ -260,7 +260,7 @@ gemmQ4_0_avx2_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ4_0_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
@@ -954,7 +954,7 @@ gemmQ4_1_avx2_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ4_1_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      4(CX), X3
 	VPSRLW       $0x04, X3, X2
 	VINSERTI128  $0x01, X2, Y3, Y2
@@ -1015,7 +1015,7 @@ gemmQ4_1_avx2_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_1_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      4(CX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
@@ -1092,7 +1092,7 @@ gemmQ4_1_avx2_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_1_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      4(CX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
@@ -1188,7 +1188,7 @@ gemmQ4_1_avx2_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ4_1_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      4(CX), X6
 	VPSRLW       $0x04, X6, X5
 	VINSERTI128  $0x01, X5, Y6, Y5
@@ -1940,7 +1940,7 @@ gemmQ8_0_avx2_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ8_0_avx2_1_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), Y1
 	VPABSB       Y1, Y2
 	VMOVD        (CX), X3
@@ -1995,7 +1995,7 @@ gemmQ8_0_avx2_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ8_0_avx2_2_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), Y2
 	VPABSB       Y2, Y3
 	VMOVD        (CX), X4
@@ -2066,7 +2066,7 @@ gemmQ8_0_avx2_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ8_0_avx2_3_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), Y3
 	VPABSB       Y3, Y4
 	VMOVD        (CX), X5
@@ -2153,7 +2153,7 @@ gemmQ8_0_avx2_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ8_0_avx2_4_blocks:
-	PREFETCHT0   4096(CX)
+	PREFETCHT1   4096(CX)
 	VMOVDQU      2(CX), Y4
 	VPABSB       Y4, Y5
 	VMOVD        (CX), X6

@@ -125,7 +125,7 @@ gemmF32_1_rows:
 	JZ     gemmF32_1_reduce
 
 gemmF32_1_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VMOVUPS     (CX), Z0
 	VMOVUPS     64(CX), Z1
 	VMOVUPS     128(CX), Z2
@@ -220,7 +220,7 @@ gemmF32_2_rows:
 	JZ     gemmF32_2_reduce
 
 gemmF32_2_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VMOVUPS     (CX), Z0
 	VMOVUPS     64(CX), Z1
 	VMOVUPS     128(CX), Z2
@@ -364,7 +364,7 @@ gemmF32_3_rows:
 	JZ     gemmF32_3_reduce
 
 gemmF32_3_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VMOVUPS     (CX), Z0
 	VMOVUPS     64(CX), Z1
 	VMOVUPS     128(CX), Z2
@@ -557,7 +557,7 @@ gemmF32_4_rows:
 	JZ     gemmF32_4_reduce
 
 gemmF32_4_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VMOVUPS     (CX), Z0
 	VMOVUPS     64(CX), Z1
 	VMOVUPS     128(CX), Z2
@@ -1414,7 +1414,7 @@ gemmF16_1_rows:
 	JZ     gemmF16_1_reduce
 
 gemmF16_1_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VCVTPH2PS   (CX), Z0
 	VCVTPH2PS   32(CX), Z1
 	VCVTPH2PS   64(CX), Z2
@@ -1501,7 +1501,7 @@ gemmF16_2_rows:
 	JZ     gemmF16_2_reduce
 
 gemmF16_2_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VCVTPH2PS   (CX), Z0
 	VCVTPH2PS   32(CX), Z1
 	VCVTPH2PS   64(CX), Z2
@@ -1629,7 +1629,7 @@ gemmF16_3_rows:
 	JZ     gemmF16_3_reduce
 
 gemmF16_3_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VCVTPH2PS   (CX), Z0
 	VCVTPH2PS   32(CX), Z1
 	VCVTPH2PS   64(CX), Z2
@@ -1798,7 +1798,7 @@ gemmF16_4_rows:
 	JZ     gemmF16_4_reduce
 
 gemmF16_4_steps:
-	PREFETCHT0  4096(CX)
+	PREFETCHT1  4096(CX)
 	VCVTPH2PS   (CX), Z0
 	VCVTPH2PS   32(CX), Z1
 	VCVTPH2PS   64(CX), Z2
@@ -2536,7 +2536,7 @@ gemmBF16_1_rows:
 	JZ     gemmBF16_1_reduce
 
 gemmBF16_1_steps:
-	PREFETCHT0 4096(CX)
+	PREFETCHT1 4096(CX)
 	VMOVDQU32  (CX), Z3
 	VPANDD     Z2, Z3, Z4
 	VPSLLD     $0x10, Z3, Z3
@@ -2643,7 +2643,7 @@ gemmBF16_2_rows:
 	JZ     gemmBF16_2_reduce
 
 gemmBF16_2_steps:
-	PREFETCHT0 4096(CX)
+	PREFETCHT1 4096(CX)
 	VMOVDQU32  (CX), Z3
 	VPANDD     Z2, Z3, Z4
 	VPSLLD     $0x10, Z3, Z3
@@ -2808,7 +2808,7 @@ gemmBF16_3_rows:
 	JZ     gemmBF16_3_reduce
 
 gemmBF16_3_steps:
-	PREFETCHT0 4096(CX)
+	PREFETCHT1 4096(CX)
 	VMOVDQU32  (CX), Z3
 	VPANDD     Z2, Z3, Z4
 	VPSLLD     $0x10, Z3, Z3
@@ -3031,7 +3031,7 @@ gemmBF16_4_rows:
 	JZ     gemmBF16_4_reduce
 
 gemmBF16_4_steps:
-	PREFETCHT0 4096(CX)
+	PREFETCHT1 4096(CX)
 	VMOVDQU32  (CX), Z3
 	VPANDD     Z2, Z3, Z4
 	VPSLLD     $0x10, Z3, Z3

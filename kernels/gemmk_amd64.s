@@ -22,7 +22,7 @@ gemmQ4_K_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ4_K_1_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), SI
 	VMOVD         SI, X0
 	VCVTPH2PS     X0, X0
@@ -226,7 +226,7 @@ gemmQ4_K_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_K_2_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -394,7 +394,7 @@ gemmQ4_K_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ4_K_3_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -601,7 +601,7 @@ gemmQ4_K_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ4_K_4_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), R8
 	VMOVD         R8, X0
 	VCVTPH2PS     X0, X0
@@ -1452,7 +1452,7 @@ gemmQ5_K_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ5_K_1_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), SI
 	VMOVD         SI, X0
 	VCVTPH2PS     X0, X0
@@ -1598,7 +1598,7 @@ gemmQ5_K_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ5_K_2_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -1779,7 +1779,7 @@ gemmQ5_K_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ5_K_3_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -1998,7 +1998,7 @@ gemmQ5_K_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ5_K_4_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       (CX), R8
 	VMOVD         R8, X0
 	VCVTPH2PS     X0, X0
@@ -2878,7 +2878,7 @@ gemmQ6_K_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ6_K_1_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       208(CX), SI
 	VMOVD         SI, X0
 	VCVTPH2PS     X0, X0
@@ -3060,7 +3060,7 @@ gemmQ6_K_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ6_K_2_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       208(CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -3198,7 +3198,7 @@ gemmQ6_K_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ6_K_3_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       208(CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -3367,7 +3367,7 @@ gemmQ6_K_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ6_K_4_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       208(CX), R8
 	VMOVD         R8, X0
 	VCVTPH2PS     X0, X0

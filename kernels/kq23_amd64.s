@@ -21,7 +21,7 @@ gemmQ2_K_1_rows:
 	MOVQ   nb+40(FP), BX
 
 gemmQ2_K_1_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       80(CX), SI
 	VMOVD         SI, X0
 	VCVTPH2PS     X0, X0
@@ -198,7 +198,7 @@ gemmQ2_K_2_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ2_K_2_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       80(CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -330,7 +330,7 @@ gemmQ2_K_3_rows:
 	MOVQ   nb+40(FP), SI
 
 gemmQ2_K_3_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       80(CX), DI
 	VMOVD         DI, X0
 	VCVTPH2PS     X0, X0
@@ -495,7 +495,7 @@ gemmQ2_K_4_rows:
 	MOVQ   nb+40(FP), DI
 
 gemmQ2_K_4_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       80(CX), R8
 	VMOVD         R8, X0
 	VCVTPH2PS     X0, X0
@@ -1191,7 +1191,7 @@ gemmQ3_K_1_rows:
 	VPBROADCASTD byte04<>+0(SB), Z0
 
 gemmQ3_K_1_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       108(CX), SI
 	VMOVD         SI, X1
 	VCVTPH2PS     X1, X1
@@ -1349,7 +1349,7 @@ gemmQ3_K_2_rows:
 	VPBROADCASTD byte04<>+0(SB), Z0
 
 gemmQ3_K_2_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       108(CX), DI
 	VMOVD         DI, X1
 	VCVTPH2PS     X1, X1
@@ -1538,7 +1538,7 @@ gemmQ3_K_3_rows:
 	VPBROADCASTD byte04<>+0(SB), Z0
 
 gemmQ3_K_3_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       108(CX), DI
 	VMOVD         DI, X1
 	VCVTPH2PS     X1, X1
@@ -1767,7 +1767,7 @@ gemmQ3_K_4_rows:
 	VPBROADCASTD byte04<>+0(SB), Z0
 
 gemmQ3_K_4_blocks:
-	PREFETCHT0    4096(CX)
+	PREFETCHT1    4096(CX)
 	MOVWLZX       108(CX), R8
 	VMOVD         R8, X1
 	VCVTPH2PS     X1, X1

@@ -11,7 +11,7 @@ TEXT ·prefetchLines(SB), NOSPLIT, $0-16
 	MOVQ lines+8(FP), CX
 
 prefetchLines_line:
-	PREFETCHT0 (AX)
+	PREFETCHT1 (AX)
 	ADDQ       $0x40, AX
 	DECQ       CX
 	JNZ        prefetchLines_line

@@ -86,7 +86,7 @@ func (g *gemm32v) gen() {
 	g.act = loadStrided("act", "actStride", g.na, 1)
 	cnt := loadGP("nb")
 	Label(g.name() + "_blocks")
-	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
+	prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead}, g.na)
 	g.block()
 	ADDQ(U32(g.bt.size), g.w)
 	g.act.advance(gemm32Rec)

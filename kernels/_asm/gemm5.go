@@ -81,7 +81,7 @@ func (g *gemm5) gen() {
 	VPBROADCASTD(constU32("byte10", 0x10101010), g.c10)
 	Label(g.name() + "_blocks")
 	for i := range 4 {
-		PREFETCHT0(g.wmem(i, prefetchAhead))
+		prefetchWeights(g.wmem(i, prefetchAhead), g.na)
 	}
 	g.loadWeights()
 	for a := range g.na {

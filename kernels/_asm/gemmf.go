@@ -124,7 +124,7 @@ func (g *gemmf) gen() {
 	SHRQ(U8(6), cnt)
 	JZ(LabelRef(g.name() + "_reduce"))
 	Label(g.name() + "_steps")
-	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
+	prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead}, g.na)
 	if bf {
 		var wo, we [2]reg.VecVirtual
 		for h := range 2 {

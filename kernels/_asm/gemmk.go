@@ -94,7 +94,7 @@ func (g *gemmk) gen() {
 		VPBROADCASTD(constU32("byte04", 0x04040404), g.c4)
 	}
 	Label(g.name() + "_blocks")
-	PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead})
+	prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead}, g.na)
 	g.loadWeights()
 	for a := range g.na {
 		g.accumulate(a)

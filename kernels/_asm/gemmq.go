@@ -166,9 +166,9 @@ func (g *gemmQ) pass(wide bool, r, group reg.GPVirtual) {
 	Load(Param("nb"), cnt)
 	Label(g.name() + tag + "_blocks")
 	for d := 0; d < g.t.groupBlock(); d += 64 {
-		PREFETCHT0(Mem{Base: g.p, Disp: prefetchAhead + d})
+		prefetchWeights(Mem{Base: g.p, Disp: prefetchAhead + d}, g.na)
 		if wide {
-			PREFETCHT0(Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: prefetchAhead + d})
+			prefetchWeights(Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: prefetchAhead + d}, g.na)
 		}
 	}
 	g.block()

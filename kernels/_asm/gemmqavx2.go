@@ -60,7 +60,7 @@ func (g *gemmQ2) gen() {
 	Load(Param("nb"), cnt)
 	Label(name + "_blocks")
 	for d := 0; d < g.t.groupBlock(); d += 64 {
-		PREFETCHT0(Mem{Base: g.p, Disp: prefetchAhead + d})
+		prefetchWeights(Mem{Base: g.p, Disp: prefetchAhead + d}, g.na)
 	}
 	switch {
 	case g.t.q8:

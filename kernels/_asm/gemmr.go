@@ -72,7 +72,7 @@ func (g *gemmR) gen() {
 	Load(Param("nb"), cnt)
 	Label(name + "_blocks")
 	for d := 0; d < repackBlock; d += 64 {
-		PREFETCHT0(Mem{Base: p, Disp: prefetchAhead + d})
+		prefetchWeights(Mem{Base: p, Disp: prefetchAhead + d}, g.na)
 	}
 	sum := make([]reg.VecVirtual, g.na)
 	for c := range 4 {

@@ -101,7 +101,7 @@ func (g *kfast) gen() {
 	VPBROADCASTD(constU32("kf0F", 0x0F0F0F0F), g.m0F)
 	Label(name + "_blocks")
 	for d := 0; d < g.kt.block; d += 64 {
-		PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead + d})
+		prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead + d}, g.na)
 	}
 	g.kt.body(g)
 	ADDQ(U32(g.kt.block), g.w)

@@ -72,7 +72,7 @@ func (g *kf2) gen() {
 	cnt := loadGP("nb")
 	Label(name + "_blocks")
 	for d := 0; d < g.kt.block; d += 128 {
-		PREFETCHT0(Mem{Base: g.w, Disp: prefetchAhead + d})
+		prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead + d}, g.na)
 	}
 	g.kt.body((*kfast)(g))
 	ADDQ(U32(g.kt.block), g.w)

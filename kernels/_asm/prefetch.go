@@ -13,7 +13,9 @@ func genPrefetch() {
 	genPrefetchRows()
 }
 
-// genPrefetchLines: lines consecutive lines from p.
+// genPrefetchLines: lines consecutive lines from p, into L2 (PREFETCHT1,
+// as prefetchWeights for the kernels that stream): a waiting worker hints
+// up to half of L2's worth of the next phase's weights.
 func genPrefetchLines() {
 	name := "prefetchLines"
 	TEXT(name, NOSPLIT, "func(p *byte, lines int)")
@@ -21,7 +23,7 @@ func genPrefetchLines() {
 	Pragma("noescape")
 	p, lines := loadGP("p"), loadGP("lines")
 	Label(name + "_line")
-	PREFETCHT0(Mem{Base: p})
+	PREFETCHT1(Mem{Base: p})
 	ADDQ(U8(64), p)
 	DECQ(lines)
 	JNZ(LabelRef(name + "_line"))
