@@ -46,6 +46,22 @@ type tiledKernels struct {
 	// values sets acc[d] = fma(e[p], v[p][d], acc[d]) for p < len(e) in
 	// order, position p in block p/16 of vb (len(acc) = hp).
 	values func(acc, e, vb []float32)
+	// values2 is values(acc0, e0, vb) and values(acc1, e1, vb) (len(e0) =
+	// len(e1)), at once where an implementation has a kernel for it.
+	values2 func(acc0, acc1, e0, e1, vb []float32)
+}
+
+// withValues2 returns k with values2 set to two calls of values where it
+// has no kernel of its own.
+func (k tiledKernels) withValues2() tiledKernels {
+	if k.values2 == nil {
+		values := k.values
+		k.values2 = func(acc0, acc1, e0, e1, vb []float32) {
+			values(acc0, e0, vb)
+			values(acc1, e1, vb)
+		}
+	}
+	return k
 }
 
 // tiledChunk is the number of blocks the kernels take per call: 4 blocks
@@ -53,7 +69,7 @@ type tiledKernels struct {
 // task's rows read them.
 const tiledChunk = 4
 
-var genericTiled = tiledKernels{blockF16: blockF16Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}
+var genericTiled = tiledKernels{blockF16: blockF16Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}.withValues2()
 
 // blockF16Generic is tiledKernels.blockF16.
 func blockF16Generic(dst []float32, src []uint16, offs []int, hd int) {
@@ -233,10 +249,17 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	for b := 0; b < ctx; b += chunk {
 		ahead(chunks + b/chunk + 1)
 		j.blocks(ws.block, kv.V16, kv.V32, offs[b:min(b+chunk, ctx)], hd)
-		for r := range rows {
-			if n := min(ctxOf(r)-b, chunk); n > 0 {
-				tk.values(acc[r*hp:][:hp], ws.scores[r*width+b:][:n], ws.block)
+		for r := 0; r < rows; r++ {
+			n := min(ctxOf(r)-b, chunk)
+			if n <= 0 {
+				continue
 			}
+			if r+1 < rows && min(ctxOf(r+1)-b, chunk) == n { // two rows over the same positions
+				tk.values2(acc[r*hp:][:hp], acc[(r+1)*hp:][:hp], ws.scores[r*width+b:][:n], ws.scores[(r+1)*width+b:][:n], ws.block)
+				r++
+				continue
+			}
+			tk.values(acc[r*hp:][:hp], ws.scores[r*width+b:][:n], ws.block)
 		}
 	}
 	for r := range rows {

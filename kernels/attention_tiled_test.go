@@ -9,8 +9,8 @@ import (
 // TestTiledKernels: each implementation's AttnTiled kernels equal the
 // generic ones bit for bit, for every padded head size the loops split
 // differently (one chunk, four, four and a rest), partial blocks, one to
-// three blocks per call, and the scores' maximum over every count of
-// valid positions.
+// three blocks per call, the scores' maximum over every count of valid
+// positions, and the values of two rows at once as of each alone.
 func TestTiledKernels(t *testing.T) {
 	forEachAccel(t, func(t *testing.T, k *impl) {
 		r := newRand(91)
@@ -53,6 +53,17 @@ func TestTiledKernels(t *testing.T) {
 						genericTiled.values(aw, e, chunk)
 						k.tiled.values(ag, e, chunk)
 						checkSameF32(t, fmt.Sprintf("values of %d", ne), ag, aw)
+
+						// two rows at once: each as alone
+						e1 := randVec(r, ne, 1)
+						bw := randVec(r, hp, 1)
+						ag, bg := randVec(r, hp, 1), append([]float32(nil), bw...)
+						aw = append([]float32(nil), ag...)
+						genericTiled.values(aw, e, chunk)
+						genericTiled.values(bw, e1, chunk)
+						k.tiled.values2(ag, bg, e, e1, chunk)
+						checkSameF32(t, fmt.Sprintf("values2 of %d, first row", ne), ag, aw)
+						checkSameF32(t, fmt.Sprintf("values2 of %d, second row", ne), bg, bw)
 					}
 				}
 			})

@@ -9,21 +9,26 @@ import "math"
 // are not a multiple of 16 stays generic.
 
 var (
-	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512)
-	tiledAVX2   = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2)
+	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512)
+	tiledAVX2   = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil)
 )
 
 // tiledAsm wraps one instruction set's generated kernels.
 func tiledAsm(block func(dst *float32, src *uint16, offs *int, n, hd int),
 	scores func(out, q, kb *float32, hp int, scale float32, n, nb int) float32,
-	values func(acc, e, vb *float32, n, hp int)) tiledKernels {
-	return tiledKernels{
+	values func(acc, e, vb *float32, n, hp int),
+	values2 func(acc0, acc1, e0, e1, vb *float32, n, hp int)) tiledKernels {
+	k := tiledKernels{
 		blockF16: func(dst []float32, src []uint16, offs []int, hd int) { tiledBlockWith(block, dst, src, offs, hd) },
 		scores: func(out, q, kb []float32, scale float32, n int) float32 {
 			return tiledScoresWith(scores, out, q, kb, scale, n)
 		},
 		values: func(acc, e, vb []float32) { tiledValuesWith(values, acc, e, vb) },
 	}
+	if values2 != nil {
+		k.values2 = func(acc0, acc1, e0, e1, vb []float32) { tiledValues2With(values2, acc0, acc1, e0, e1, vb) }
+	}
+	return k.withValues2()
 }
 
 func tiledBlockWith(asm func(dst *float32, src *uint16, offs *int, n, hd int), dst []float32, src []uint16, offs []int, hd int) {
@@ -54,4 +59,14 @@ func tiledValuesWith(asm func(acc, e, vb *float32, n, hp int), acc, e, vb []floa
 	}
 	_ = vb[(len(e)+15)/16*16*hp-1]
 	asm(&acc[0], &e[0], &vb[0], len(e), hp)
+}
+
+func tiledValues2With(asm func(acc0, acc1, e0, e1, vb *float32, n, hp int), acc0, acc1, e0, e1, vb []float32) {
+	hp := len(acc0)
+	if len(e0) == 0 {
+		return
+	}
+	_, _ = acc1[hp-1], e1[len(e0)-1]
+	_ = vb[(len(e0)+15)/16*16*hp-1]
+	asm(&acc0[0], &acc1[0], &e0[0], &e1[0], &vb[0], len(e0), hp)
 }

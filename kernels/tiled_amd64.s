@@ -274,3 +274,121 @@ tiledValuesAVX512_one_store:
 tiledValuesAVX512_one_end:
 	VZEROUPPER
 	RET
+
+// func tiledValues2AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, vb *float32, n int, hp int)
+// Requires: AVX, AVX512F
+TEXT ·tiledValues2AVX512(SB), NOSPLIT, $0-56
+	MOVQ acc0+0(FP), AX
+	MOVQ acc1+8(FP), CX
+	MOVQ e0+16(FP), DX
+	MOVQ e1+24(FP), BX
+	MOVQ vb+32(FP), SI
+	MOVQ n+40(FP), DI
+	MOVQ hp+48(FP), R8
+	MOVQ R8, R9
+	SHLQ $0x06, R9
+	SHRQ $0x04, R8
+
+tiledValues2AVX512_four:
+	CMPQ    R8, $0x04
+	JL      tiledValues2AVX512_four_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS 64(AX), Z2
+	VMOVUPS 64(CX), Z3
+	VMOVUPS 128(AX), Z4
+	VMOVUPS 128(CX), Z5
+	VMOVUPS 192(AX), Z6
+	VMOVUPS 192(CX), Z7
+	MOVQ    DX, R10
+	MOVQ    BX, R11
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+
+tiledValues2AVX512_four_block:
+	MOVQ R12, R14
+	MOVQ $0x00000010, R15
+
+tiledValues2AVX512_four_pos:
+	VBROADCASTSS (R10), Z8
+	VBROADCASTSS (R11), Z9
+	VMOVUPS      (R14), Z10
+	VFMADD231PS  Z10, Z8, Z0
+	VFMADD231PS  Z10, Z9, Z1
+	VMOVUPS      1024(R14), Z10
+	VFMADD231PS  Z10, Z8, Z2
+	VFMADD231PS  Z10, Z9, Z3
+	VMOVUPS      2048(R14), Z10
+	VFMADD231PS  Z10, Z8, Z4
+	VFMADD231PS  Z10, Z9, Z5
+	VMOVUPS      3072(R14), Z10
+	VFMADD231PS  Z10, Z8, Z6
+	VFMADD231PS  Z10, Z9, Z7
+	ADDQ         $0x04, R10
+	ADDQ         $0x04, R11
+	ADDQ         $0x40, R14
+	DECQ         R13
+	JZ           tiledValues2AVX512_four_store
+	DECQ         R15
+	JNZ          tiledValues2AVX512_four_pos
+	ADDQ         R9, R12
+	JMP          tiledValues2AVX512_four_block
+
+tiledValues2AVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	VMOVUPS Z2, 64(AX)
+	VMOVUPS Z3, 64(CX)
+	VMOVUPS Z4, 128(AX)
+	VMOVUPS Z5, 128(CX)
+	VMOVUPS Z6, 192(AX)
+	VMOVUPS Z7, 192(CX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00001000, SI
+	SUBQ    $0x04, R8
+	JMP     tiledValues2AVX512_four
+
+tiledValues2AVX512_four_end:
+tiledValues2AVX512_one:
+	CMPQ    R8, $0x01
+	JL      tiledValues2AVX512_one_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	MOVQ    DX, R10
+	MOVQ    BX, R11
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+
+tiledValues2AVX512_one_block:
+	MOVQ R12, R14
+	MOVQ $0x00000010, R15
+
+tiledValues2AVX512_one_pos:
+	VBROADCASTSS (R10), Z2
+	VBROADCASTSS (R11), Z3
+	VMOVUPS      (R14), Z4
+	VFMADD231PS  Z4, Z2, Z0
+	VFMADD231PS  Z4, Z3, Z1
+	ADDQ         $0x04, R10
+	ADDQ         $0x04, R11
+	ADDQ         $0x40, R14
+	DECQ         R13
+	JZ           tiledValues2AVX512_one_store
+	DECQ         R15
+	JNZ          tiledValues2AVX512_one_pos
+	ADDQ         R9, R12
+	JMP          tiledValues2AVX512_one_block
+
+tiledValues2AVX512_one_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000400, SI
+	SUBQ    $0x01, R8
+	JMP     tiledValues2AVX512_one
+
+tiledValues2AVX512_one_end:
+	VZEROUPPER
+	RET

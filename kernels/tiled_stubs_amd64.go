@@ -18,3 +18,8 @@ func tiledScoresAVX512(out *float32, q *float32, kb *float32, hp int, scale floa
 //
 //go:noescape
 func tiledValuesAVX512(acc *float32, e *float32, vb *float32, n int, hp int)
+
+// tiledValues2AVX512 is tiledValuesAVX512(acc0, e0, vb, n, hp) and tiledValuesAVX512(acc1, e1, vb, n, hp) at once.
+//
+//go:noescape
+func tiledValues2AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, vb *float32, n int, hp int)

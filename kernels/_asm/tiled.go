@@ -30,6 +30,7 @@ func genTiled() {
 	genTiledBlockF16(tiledZMM)
 	genTiledScoresZMM()
 	genTiledValues(tiledZMM)
+	genTiledValues2ZMM()
 }
 
 func genTiledAVX2() {
@@ -304,6 +305,76 @@ func genTiledValues(w tiledISA) {
 			VMOVUPS(a[i], Mem{Base: acc, Disp: 4 * w.lanes * i})
 		}
 		ADDQ(U32(64*chunks), acc)
+		ADDQ(U32(1024*chunks), vb)
+		SUBQ(U8(chunks), hp)
+		JMP(LabelRef(name + "_" + label))
+		Label(name + "_" + label + "_end")
+	}
+	step("four", 4)
+	step("one", 1)
+	VZEROUPPER()
+	RET()
+}
+
+// genTiledValues2ZMM: tiledValues for two rows at once over the same
+// values (acc0 with e0, acc1 with e1, each row's FMAs in its own order):
+// one row's four chains of 16 lanes wait on the FMA latency, two rows'
+// eight keep both FMA pipes busy, and each row of V is loaded once for
+// both. (AVX2's YMM kernel already runs eight chains per row.)
+func genTiledValues2ZMM() {
+	name := "tiledValues2AVX512"
+	TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1, vb *float32, n, hp int)")
+	Doc(name + " is tiledValuesAVX512(acc0, e0, vb, n, hp) and tiledValuesAVX512(acc1, e1, vb, n, hp) at once.")
+	Pragma("noescape")
+	acc0, acc1, e0, e1, vb := loadGP("acc0"), loadGP("acc1"), loadGP("e0"), loadGP("e1"), loadGP("vb")
+	n, hp := loadGP("n"), loadGP("hp")
+	blockBytes := blockBytesOf(hp)
+	SHRQ(U8(4), hp) // chunks of 16 left
+	step := func(label string, chunks int) {
+		Label(name + "_" + label)
+		CMPQ(hp, U8(chunks))
+		JL(LabelRef(name + "_" + label + "_end"))
+		a0, a1 := make([]reg.VecVirtual, chunks), make([]reg.VecVirtual, chunks)
+		for i := range chunks {
+			a0[i], a1[i] = ZMM(), ZMM()
+			VMOVUPS(Mem{Base: acc0, Disp: 64 * i}, a0[i])
+			VMOVUPS(Mem{Base: acc1, Disp: 64 * i}, a1[i])
+		}
+		p0, p1, vblk, k := GP64(), GP64(), GP64(), GP64()
+		MOVQ(e0, p0)
+		MOVQ(e1, p1)
+		MOVQ(vb, vblk)
+		MOVQ(n, k)
+		Label(name + "_" + label + "_block")
+		vp, j := GP64(), GP64()
+		MOVQ(vblk, vp)
+		MOVQ(U32(16), j)
+		Label(name + "_" + label + "_pos")
+		w0, w1 := ZMM(), ZMM()
+		VBROADCASTSS(Mem{Base: p0}, w0)
+		VBROADCASTSS(Mem{Base: p1}, w1)
+		for i := range chunks {
+			v := ZMM()
+			VMOVUPS(Mem{Base: vp, Disp: 1024 * i}, v)
+			VFMADD231PS(v, w0, a0[i])
+			VFMADD231PS(v, w1, a1[i])
+		}
+		ADDQ(U8(4), p0)
+		ADDQ(U8(4), p1)
+		ADDQ(U8(64), vp)
+		DECQ(k)
+		JZ(LabelRef(name + "_" + label + "_store"))
+		DECQ(j)
+		JNZ(LabelRef(name + "_" + label + "_pos"))
+		ADDQ(blockBytes, vblk)
+		JMP(LabelRef(name + "_" + label + "_block"))
+		Label(name + "_" + label + "_store")
+		for i := range chunks {
+			VMOVUPS(a0[i], Mem{Base: acc0, Disp: 64 * i})
+			VMOVUPS(a1[i], Mem{Base: acc1, Disp: 64 * i})
+		}
+		ADDQ(U32(64*chunks), acc0)
+		ADDQ(U32(64*chunks), acc1)
 		ADDQ(U32(1024*chunks), vb)
 		SUBQ(U8(chunks), hp)
 		JMP(LabelRef(name + "_" + label))
