@@ -29,14 +29,14 @@ var (
 func genTiled() {
 	genTiledBlockF16(tiledZMM)
 	genTiledScoresZMM()
-	genTiledValues(tiledZMM)
-	genTiledValues2ZMM()
+	genTiledValues(tiledZMM, 1)
+	genTiledValues(tiledZMM, 2)
 }
 
 func genTiledAVX2() {
 	genTiledBlockF16(tiledYMM)
 	genTiledScoresYMM()
-	genTiledValues(tiledYMM)
+	genTiledValues(tiledYMM, 1)
 }
 
 // genTiledBlockF16: the F16 rows at offs[p] (p < n ≤ 16, hd a positive
@@ -258,13 +258,28 @@ func genTiledScoresYMM() {
 
 // genTiledValues: acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order,
 // vb in the block layout: 64 elements (four independent chains of 16
-// lanes) at a time, then 16.
-func genTiledValues(w tiledISA) {
+// lanes) at a time, then 16. With rows = 2 (tiledValues2, ZMM only) it
+// does so for two rows over the same values at once (acc0 with e0, acc1
+// with e1, each row's FMAs in its own order): one row's four chains of 16
+// lanes wait on the FMA latency, two rows' eight keep both FMA pipes busy,
+// and each row of V is loaded once for both (AVX2's YMM kernel already
+// runs eight chains per row).
+func genTiledValues(w tiledISA, rows int) {
 	name := "tiledValues" + w.name
-	TEXT(name, NOSPLIT, "func(acc, e, vb *float32, n, hp int)")
-	Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).")
-	Pragma("noescape")
-	acc, e, vb, n, hp := loadGP("acc"), loadGP("e"), loadGP("vb"), loadGP("n"), loadGP("hp")
+	var acc, e []reg.GPVirtual
+	if rows == 1 {
+		TEXT(name, NOSPLIT, "func(acc, e, vb *float32, n, hp int)")
+		Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).")
+		Pragma("noescape")
+		acc, e = []reg.GPVirtual{loadGP("acc")}, []reg.GPVirtual{loadGP("e")}
+	} else {
+		name = "tiledValues2" + w.name
+		TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1, vb *float32, n, hp int)")
+		Doc(name + " is tiledValues" + w.name + "(acc0, e0, vb, n, hp) and tiledValues" + w.name + "(acc1, e1, vb, n, hp) at once.")
+		Pragma("noescape")
+		acc, e = []reg.GPVirtual{loadGP("acc0"), loadGP("acc1")}, []reg.GPVirtual{loadGP("e0"), loadGP("e1")}
+	}
+	vb, n, hp := loadGP("vb"), loadGP("n"), loadGP("hp")
 	blockBytes := blockBytesOf(hp)
 	SHRQ(U8(4), hp) // chunks of 16 left
 	step := func(label string, chunks int) {
@@ -272,13 +287,22 @@ func genTiledValues(w tiledISA) {
 		CMPQ(hp, U8(chunks))
 		JL(LabelRef(name + "_" + label + "_end"))
 		regs := 16 * chunks / w.lanes
-		a := make([]reg.VecVirtual, regs)
-		for i := range a {
-			a[i] = w.vec()
-			VMOVUPS(Mem{Base: acc, Disp: 4 * w.lanes * i}, a[i])
+		a := make([][]reg.VecVirtual, rows) // a[row][i]
+		for r := range a {
+			a[r] = make([]reg.VecVirtual, regs)
 		}
-		ep, vblk, k := GP64(), GP64(), GP64()
-		MOVQ(e, ep)
+		for i := range regs {
+			for r := range rows {
+				a[r][i] = w.vec()
+				VMOVUPS(Mem{Base: acc[r], Disp: 4 * w.lanes * i}, a[r][i])
+			}
+		}
+		ep := make([]reg.GPVirtual, rows)
+		for r := range rows {
+			ep[r] = GP64()
+			MOVQ(e[r], ep[r])
+		}
+		vblk, k := GP64(), GP64()
 		MOVQ(vb, vblk)
 		MOVQ(n, k)
 		Label(name + "_" + label + "_block")
@@ -286,13 +310,27 @@ func genTiledValues(w tiledISA) {
 		MOVQ(vblk, vp)
 		MOVQ(U32(16), j)
 		Label(name + "_" + label + "_pos")
-		wt := w.vec()
-		VBROADCASTSS(Mem{Base: ep}, wt)
-		for i := range a {
+		wt := make([]reg.VecVirtual, rows)
+		for r := range rows {
+			wt[r] = w.vec()
+			VBROADCASTSS(Mem{Base: ep[r]}, wt[r])
+		}
+		for i := range regs {
 			c, l := i*w.lanes/16, i*w.lanes%16 // chunk, first lane
-			VFMADD231PS(Mem{Base: vp, Disp: 1024*c + 4*l}, wt, a[i])
+			src := Mem{Base: vp, Disp: 1024*c + 4*l}
+			if rows == 1 {
+				VFMADD231PS(src, wt[0], a[0][i])
+				continue
+			}
+			v := w.vec()
+			VMOVUPS(src, v)
+			for r := range rows {
+				VFMADD231PS(v, wt[r], a[r][i])
+			}
 		}
-		ADDQ(U8(4), ep)
+		for r := range rows {
+			ADDQ(U8(4), ep[r])
+		}
 		ADDQ(U8(64), vp)
 		DECQ(k)
 		JZ(LabelRef(name + "_" + label + "_store"))
@@ -301,80 +339,14 @@ func genTiledValues(w tiledISA) {
 		ADDQ(blockBytes, vblk)
 		JMP(LabelRef(name + "_" + label + "_block"))
 		Label(name + "_" + label + "_store")
-		for i := range a {
-			VMOVUPS(a[i], Mem{Base: acc, Disp: 4 * w.lanes * i})
+		for i := range regs {
+			for r := range rows {
+				VMOVUPS(a[r][i], Mem{Base: acc[r], Disp: 4 * w.lanes * i})
+			}
 		}
-		ADDQ(U32(64*chunks), acc)
-		ADDQ(U32(1024*chunks), vb)
-		SUBQ(U8(chunks), hp)
-		JMP(LabelRef(name + "_" + label))
-		Label(name + "_" + label + "_end")
-	}
-	step("four", 4)
-	step("one", 1)
-	VZEROUPPER()
-	RET()
-}
-
-// genTiledValues2ZMM: tiledValues for two rows at once over the same
-// values (acc0 with e0, acc1 with e1, each row's FMAs in its own order):
-// one row's four chains of 16 lanes wait on the FMA latency, two rows'
-// eight keep both FMA pipes busy, and each row of V is loaded once for
-// both. (AVX2's YMM kernel already runs eight chains per row.)
-func genTiledValues2ZMM() {
-	name := "tiledValues2AVX512"
-	TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1, vb *float32, n, hp int)")
-	Doc(name + " is tiledValuesAVX512(acc0, e0, vb, n, hp) and tiledValuesAVX512(acc1, e1, vb, n, hp) at once.")
-	Pragma("noescape")
-	acc0, acc1, e0, e1, vb := loadGP("acc0"), loadGP("acc1"), loadGP("e0"), loadGP("e1"), loadGP("vb")
-	n, hp := loadGP("n"), loadGP("hp")
-	blockBytes := blockBytesOf(hp)
-	SHRQ(U8(4), hp) // chunks of 16 left
-	step := func(label string, chunks int) {
-		Label(name + "_" + label)
-		CMPQ(hp, U8(chunks))
-		JL(LabelRef(name + "_" + label + "_end"))
-		a0, a1 := make([]reg.VecVirtual, chunks), make([]reg.VecVirtual, chunks)
-		for i := range chunks {
-			a0[i], a1[i] = ZMM(), ZMM()
-			VMOVUPS(Mem{Base: acc0, Disp: 64 * i}, a0[i])
-			VMOVUPS(Mem{Base: acc1, Disp: 64 * i}, a1[i])
+		for r := range rows {
+			ADDQ(U32(64*chunks), acc[r])
 		}
-		p0, p1, vblk, k := GP64(), GP64(), GP64(), GP64()
-		MOVQ(e0, p0)
-		MOVQ(e1, p1)
-		MOVQ(vb, vblk)
-		MOVQ(n, k)
-		Label(name + "_" + label + "_block")
-		vp, j := GP64(), GP64()
-		MOVQ(vblk, vp)
-		MOVQ(U32(16), j)
-		Label(name + "_" + label + "_pos")
-		w0, w1 := ZMM(), ZMM()
-		VBROADCASTSS(Mem{Base: p0}, w0)
-		VBROADCASTSS(Mem{Base: p1}, w1)
-		for i := range chunks {
-			v := ZMM()
-			VMOVUPS(Mem{Base: vp, Disp: 1024 * i}, v)
-			VFMADD231PS(v, w0, a0[i])
-			VFMADD231PS(v, w1, a1[i])
-		}
-		ADDQ(U8(4), p0)
-		ADDQ(U8(4), p1)
-		ADDQ(U8(64), vp)
-		DECQ(k)
-		JZ(LabelRef(name + "_" + label + "_store"))
-		DECQ(j)
-		JNZ(LabelRef(name + "_" + label + "_pos"))
-		ADDQ(blockBytes, vblk)
-		JMP(LabelRef(name + "_" + label + "_block"))
-		Label(name + "_" + label + "_store")
-		for i := range chunks {
-			VMOVUPS(a0[i], Mem{Base: acc0, Disp: 64 * i})
-			VMOVUPS(a1[i], Mem{Base: acc1, Disp: 64 * i})
-		}
-		ADDQ(U32(64*chunks), acc0)
-		ADDQ(U32(64*chunks), acc1)
 		ADDQ(U32(1024*chunks), vb)
 		SUBQ(U8(chunks), hp)
 		JMP(LabelRef(name + "_" + label))
