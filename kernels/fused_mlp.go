@@ -132,13 +132,10 @@ func (g *gluJob) tasks() int {
 
 // prefetch hints that task's gate and up rows are read soon (prefetcher).
 func (g *gluJob) prefetch(task int) int {
-	hidden := g.gate.w.Rows
-	nr := (hidden + g.rows - 1) / g.rows
-	if task >= nr {
+	r0, r1, t0, _ := taskGrid(task, g.gate.w.Rows, g.rows, g.n, g.acts)
+	if t0 > 0 {
 		return 0 // the rows of a later token block's task were read before
 	}
-	r0 := task * g.rows
-	r1 := min(r0+g.rows, hidden)
 	a, b := g.gate.weightRows(r0, r1), g.up.weightRows(r0, r1)
 	prefetchBytes(a)
 	prefetchBytes(b)
@@ -147,14 +144,7 @@ func (g *gluJob) prefetch(task int) int {
 
 func (g *gluJob) run(worker, task int) {
 	hidden := g.gate.w.Rows
-	nr := (hidden + g.rows - 1) / g.rows
-	r0 := task % nr * g.rows
-	r1 := min(r0+g.rows, hidden)
-	t0, t1 := 0, g.n
-	if g.acts > 0 {
-		t0 = task / nr * g.acts
-		t1 = min(t0+g.acts, g.n)
-	}
+	r0, r1, t0, t1 := taskGrid(task, hidden, g.rows, g.n, g.acts)
 	g.gate.compute(r0, r1, t0, t1)
 	g.up.compute(r0, r1, t0, t1)
 	for t := t0; t < t1; t++ {

@@ -173,26 +173,32 @@ func (j *matmulJob) run(_, task int) {
 		j.convert(t0, min(t0+j.convRows, j.n))
 		return
 	}
-	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
-	r0 := task % nr * j.rowsPerTask
-	r1 := min(r0+j.rowsPerTask, j.w.Rows)
-	t0, t1 := 0, j.n
-	if j.actsPerTask > 0 {
-		t0 = task / nr * j.actsPerTask
-		t1 = min(t0+j.actsPerTask, j.n)
+	j.compute(taskGrid(task, j.w.Rows, j.rowsPerTask, j.n, j.actsPerTask))
+}
+
+// taskGrid returns the output rows [r0, r1) and tokens [t0, t1) of task
+// in a product of rows × n split into blocks of rowsPerTask rows and
+// actsPerTask tokens (0: all n), row blocks varying fastest.
+func taskGrid(task, rows, rowsPerTask, n, actsPerTask int) (r0, r1, t0, t1 int) {
+	nr := (rows + rowsPerTask - 1) / rowsPerTask
+	r0 = task % nr * rowsPerTask
+	r1 = min(r0+rowsPerTask, rows)
+	t0, t1 = 0, n
+	if actsPerTask > 0 {
+		t0 = task / nr * actsPerTask
+		t1 = min(t0+actsPerTask, n)
 	}
-	j.compute(r0, r1, t0, t1)
+	return r0, r1, t0, t1
 }
 
 // prefetch hints that task's weight rows are read soon (prefetcher); the
 // tasks of later token blocks read rows an earlier task read.
 func (j *matmulJob) prefetch(task int) int {
-	nr := (j.w.Rows + j.rowsPerTask - 1) / j.rowsPerTask
-	if j.convRows > 0 || task >= nr {
+	r0, r1, t0, _ := taskGrid(task, j.w.Rows, j.rowsPerTask, j.n, j.actsPerTask)
+	if j.convRows > 0 || t0 > 0 {
 		return 0
 	}
-	r0 := task * j.rowsPerTask
-	b := j.weightRows(r0, min(r0+j.rowsPerTask, j.w.Rows))
+	b := j.weightRows(r0, r1)
 	prefetchBytes(b)
 	return len(b)
 }

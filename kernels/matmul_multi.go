@@ -102,28 +102,28 @@ func (m *multiJob) release() {
 }
 
 func (m *multiJob) run(worker, task int) {
-	i := 0
-	for m.start[i+1] <= task {
-		i++
-	}
-	s0 := (task - m.start[i]) * m.chunk
-	s1 := min(s0+m.chunk, m.subs[i])
-	j := &m.jobs[i]
+	j, s0, s1 := m.sub(task)
 	for s := s0; s < s1; s++ {
 		j.run(worker, s)
 	}
 }
 
-// prefetch hints that task's weights are read soon (prefetcher).
-func (m *multiJob) prefetch(task int) int {
+// sub returns the per-weight job of task and its tasks [s0, s1).
+func (m *multiJob) sub(task int) (j *matmulJob, s0, s1 int) {
 	i := 0
 	for m.start[i+1] <= task {
 		i++
 	}
-	s0 := (task - m.start[i]) * m.chunk
+	s0 = (task - m.start[i]) * m.chunk
+	return &m.jobs[i], s0, min(s0+m.chunk, m.subs[i])
+}
+
+// prefetch hints that task's weights are read soon (prefetcher).
+func (m *multiJob) prefetch(task int) int {
+	j, s0, s1 := m.sub(task)
 	n := 0
-	for s := s0; s < min(s0+m.chunk, m.subs[i]); s++ {
-		n += m.jobs[i].prefetch(s)
+	for s := s0; s < s1; s++ {
+		n += j.prefetch(s)
 	}
 	return n
 }
