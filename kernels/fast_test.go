@@ -176,3 +176,49 @@ func TestQhLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMatmulWholePasses: on the kernels that take two groups of rows
+// per full-width pass, every task but the last holds whole such passes
+// (a task of 24 rows would spend a half-width pass on its last 8), and the
+// tasks still cover every row once.
+func TestPlanMatmulWholePasses(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, k *impl) {
+		for _, typ := range fastTypes() {
+			g := k.fast[typ]
+			if g == nil || g.fast == nil || g.fast.block != 32 {
+				continue
+			}
+			step := g.fast.rows
+			if g.pairs {
+				step *= 2
+			}
+			r := newRand(5)
+			for _, rows := range []int{192, 200, 576, 1536} {
+				w, _ := quantWeight(t, r, typ, rows, 64)
+				w = fast(k, w)
+				for _, n := range []int{1, 32, 512} {
+					for threads := 1; threads <= 3; threads++ {
+						var act actRows
+						j := planMatmul(k, &act, k.dotFor(w), make([]float32, n*rows), w, make([]float32, n*64), n, threads)
+						if j.rowsPerTask%step != 0 {
+							t.Fatalf("%v %d rows, n %d, %d threads: %d rows per task, not whole passes of %d", typ, rows, n, threads, j.rowsPerTask, step)
+						}
+						covered := 0
+						for task := range j.tasks() {
+							r0, r1, t0, _ := taskGrid(task, rows, j.rowsPerTask, n, j.actsPerTask)
+							if t0 == 0 {
+								if r0 != covered {
+									t.Fatalf("task %d starts at row %d, want %d", task, r0, covered)
+								}
+								covered = r1
+							}
+						}
+						if covered != rows {
+							t.Fatalf("%v %d rows: tasks cover %d", typ, rows, covered)
+						}
+					}
+				}
+			}
+		}
+	})
+}

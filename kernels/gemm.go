@@ -43,6 +43,7 @@ type blockGEMM struct {
 	kq     bool        // K-quant: Q8_K activations in gemmKRec records
 	float  bool        // F32/F16/BF16: the converted float rows themselves (act.f), nb = columns
 	fast   *fastTraits // fast arithmetic: fast.rec records, weights in groups of fast.rows
+	pairs  bool        // fast: a full-width pass takes two groups (an odd last group a half-width one)
 	sAhead bool        // types with mins: records carry the s of the next 8 rows (actRows.sAhead)
 }
 
