@@ -49,7 +49,26 @@ type tiledKernels struct {
 	// values2 is values(acc0, e0, vb) and values(acc1, e1, vb) (len(e0) =
 	// len(e1)), at once where an implementation has a kernel for it.
 	values2 func(acc0, acc1, e0, e1, vb []float32)
+	// f16 reads F16 rows in place, or is nil.
+	f16 *tiledF16
 }
+
+// tiledF16 is scores, values and values2 on blocks of 16 F16 cache rows
+// in place instead of converted blocks: block i of a call is the 16 rows
+// of hd = len(q) (= len(acc), a multiple of 16) halves at src[bases[i]+p·hd:],
+// p < 16 (every one of them in src, the rows past the valid positions
+// included: they are read, and count nowhere). The same arithmetic on the
+// same values, so the same results; cheaper for tasks of few rows, which
+// read each converted row once or twice (tiledF16Rows).
+type tiledF16 struct {
+	scores  func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32
+	values  func(acc, e []float32, src []uint16, bases []int)
+	values2 func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int)
+}
+
+// tiledF16Rows is the most rows of a task that read F16 rows in place
+// (with tiledKernels.f16); more rows convert each block once.
+var tiledF16Rows = 4
 
 // withValues2 returns k with values2 set to two calls of values where it
 // has no kernel of its own.
@@ -223,14 +242,38 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		}
 		prefetchCacheRows(x16, x32, offs[i*chunk:min((i+1)*chunk, ctx)], hd)
 	}
+	f16 := tk.f16
+	if f16 == nil || kv.Type != KVF16 || kv.BlockSize%16 != 0 || hd != hp || rows > tiledF16Rows {
+		f16 = nil
+	}
+	// bases lists the first row of each block of the chunk at b.
+	bases := func(b int) []int {
+		n := 0
+		for p := b; p < min(b+chunk, ctx); p += 16 {
+			ws.bases[n] = offs[p]
+			n++
+		}
+		return ws.bases[:n]
+	}
 	ahead(0)
 	for b := 0; b < ctx; b += chunk {
 		ahead(b/chunk + 1)
-		j.blocks(ws.block, kv.K16, kv.K32, offs[b:min(b+chunk, ctx)], hd)
+		var bs []int
+		if f16 != nil {
+			bs = bases(b)
+		} else {
+			j.blocks(ws.block, kv.K16, kv.K32, offs[b:min(b+chunk, ctx)], hd)
+		}
 		for r := range rows {
 			if c := ctxOf(r); c > b {
 				n := min(c-b, chunk)
-				m := tk.scores(ws.scores[r*width+b:][:pad16(n)], qrow(r), ws.block, a.Scale, n)
+				out := ws.scores[r*width+b:][:pad16(n)]
+				var m float32
+				if f16 != nil {
+					m = f16.scores(out, qrow(r), kv.K16, bs, a.Scale, n)
+				} else {
+					m = tk.scores(out, qrow(r), ws.block, a.Scale, n)
+				}
 				if m > mx[r] {
 					mx[r] = m
 				}
@@ -248,18 +291,33 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	clear(acc)
 	for b := 0; b < ctx; b += chunk {
 		ahead(chunks + b/chunk + 1)
-		j.blocks(ws.block, kv.V16, kv.V32, offs[b:min(b+chunk, ctx)], hd)
+		var bs []int
+		if f16 != nil {
+			bs = bases(b)
+		} else {
+			j.blocks(ws.block, kv.V16, kv.V32, offs[b:min(b+chunk, ctx)], hd)
+		}
 		for r := 0; r < rows; r++ {
 			n := min(ctxOf(r)-b, chunk)
 			if n <= 0 {
 				continue
 			}
+			a0, e0 := acc[r*hp:][:hp], ws.scores[r*width+b:][:n]
 			if r+1 < rows && min(ctxOf(r+1)-b, chunk) == n { // two rows over the same positions
-				tk.values2(acc[r*hp:][:hp], acc[(r+1)*hp:][:hp], ws.scores[r*width+b:][:n], ws.scores[(r+1)*width+b:][:n], ws.block)
+				a1, e1 := acc[(r+1)*hp:][:hp], ws.scores[(r+1)*width+b:][:n]
+				if f16 != nil {
+					f16.values2(a0, a1, e0, e1, kv.V16, bs)
+				} else {
+					tk.values2(a0, a1, e0, e1, ws.block)
+				}
 				r++
 				continue
 			}
-			tk.values(acc[r*hp:][:hp], ws.scores[r*width+b:][:n], ws.block)
+			if f16 != nil {
+				f16.values(a0, e0, kv.V16, bs)
+			} else {
+				tk.values(a0, e0, ws.block)
+			}
 		}
 	}
 	for r := range rows {

@@ -112,3 +112,73 @@ func TestTiledBlockTypes(t *testing.T) {
 		checkSameF32(t, fmt.Sprintf("f32 hd %d", hd), got, want)
 	}
 }
+
+// TestTiledF16InPlace: the kernels on F16 rows in place give what the
+// block kernels give on the same rows converted, bit for bit, for the
+// valid positions; the rows past them hold anything (NaN and infinity
+// patterns here) and change nothing that counts.
+func TestTiledF16InPlace(t *testing.T) {
+	forEachAccel(t, func(t *testing.T, k *impl) {
+		f := k.tiled.f16
+		if f == nil {
+			return // this implementation converts every block
+		}
+		r := newRand(92)
+		for _, hd := range []int{16, 64, 128} {
+			t.Run(fmt.Sprintf("hd%d", hd), func(t *testing.T) {
+				const blocks = 10 // cache blocks of 16 rows
+				cache := make([]uint16, blocks*16*hd)
+				for i, v := range randVec(r, len(cache), 2) {
+					cache[i] = F32ToF16(v)
+				}
+				// a chunk: up to tiledChunk blocks in any order
+				bases := make([]int, tiledChunk)
+				for i, b := range r.Perm(blocks)[:tiledChunk] {
+					bases[i] = b * 16 * hd
+				}
+				q := randVec(r, hd, 1)
+				for nb := 1; nb <= tiledChunk; nb++ {
+					for cnt := 0; cnt <= 16*nb; cnt++ {
+						var offs []int
+						for p := range cnt {
+							offs = append(offs, bases[p/16]+p%16*hd)
+						}
+						// the rows past the valid ones: garbage
+						garbage := append([]uint16(nil), cache...)
+						for p := cnt; p < 16*nb; p++ {
+							row := garbage[bases[p/16]+p%16*hd:][:hd]
+							for i := range row {
+								row[i] = [...]uint16{0x7C00, 0xFC00, 0x7E00, 0x7BFF}[r.IntN(4)]
+							}
+						}
+						chunk := make([]float32, nb*16*hd)
+						for i := range nb {
+							o := offs[min(16*i, len(offs)):min(16*i+16, len(offs))]
+							genericTiled.blockF16(chunk[i*16*hd:][:16*hd], cache, o, hd)
+						}
+						sw, sg := nanVec(16*nb), nanVec(16*nb)
+						mw := genericTiled.scores(sw, q, chunk, 0.125, cnt)
+						mg := f.scores(sg, q, garbage, bases[:nb], 0.125, cnt)
+						checkSameF32(t, fmt.Sprintf("scores of %d in %d blocks", cnt, nb), sg[:cnt], sw[:cnt])
+						checkSameF32(t, fmt.Sprintf("max of %d in %d blocks", cnt, nb), []float32{mg}, []float32{mw})
+						if cnt == 0 {
+							continue
+						}
+						e, e1 := randVec(r, cnt, 1), randVec(r, cnt, 1)
+						a0, b0 := randVec(r, hd, 1), randVec(r, hd, 1)
+						aw, bw := append([]float32(nil), a0...), append([]float32(nil), b0...)
+						genericTiled.values(aw, e, chunk)
+						genericTiled.values(bw, e1, chunk)
+						ag := append([]float32(nil), a0...)
+						f.values(ag, e, garbage, bases[:nb])
+						checkSameF32(t, fmt.Sprintf("values of %d", cnt), ag, aw)
+						ag, bg := append([]float32(nil), a0...), append([]float32(nil), b0...)
+						f.values2(ag, bg, e, e1, garbage, bases[:nb])
+						checkSameF32(t, fmt.Sprintf("values2 of %d, first row", cnt), ag, aw)
+						checkSameF32(t, fmt.Sprintf("values2 of %d, second row", cnt), bg, bw)
+					}
+				}
+			})
+		}
+	})
+}

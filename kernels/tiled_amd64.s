@@ -392,3 +392,400 @@ tiledValues2AVX512_one_store:
 tiledValues2AVX512_one_end:
 	VZEROUPPER
 	RET
+
+// func tiledScoresF16AVX512(out *float32, q *float32, src *uint16, bases *int, hd int, scale float32, n int, nb int) float32
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, BMI2, CMOV, SSE
+TEXT ·tiledScoresF16AVX512(SB), NOSPLIT, $0-68
+	MOVQ         out+0(FP), AX
+	MOVQ         src+16(FP), CX
+	MOVQ         bases+24(FP), DX
+	MOVQ         hd+32(FP), BX
+	MOVQ         n+48(FP), SI
+	MOVQ         nb+56(FP), DI
+	MOVSS        scale+40(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVQ         BX, R8
+	SHLQ         $0x01, R8
+	LEAQ         (R8)(R8*2), R9
+	SHRQ         $0x04, BX
+	VBROADCASTSS tiledNegInf<>+0(SB), Z1
+
+tiledScoresF16AVX512_block:
+	MOVQ      (DX), R10
+	LEAQ      (CX)(R10*2), R10
+	LEAQ      (R10)(R8*4), R11
+	LEAQ      (R11)(R8*4), R12
+	LEAQ      (R12)(R8*4), R13
+	MOVQ      q+8(FP), R14
+	MOVQ      BX, R15
+	VMOVUPS   (R14), Z2
+	VCVTPH2PS (R10), Z3
+	VMULPS    Z3, Z2, Z3
+	VCVTPH2PS (R10)(R8*1), Z4
+	VMULPS    Z4, Z2, Z4
+	VCVTPH2PS (R10)(R8*2), Z5
+	VMULPS    Z5, Z2, Z5
+	VCVTPH2PS (R10)(R9*1), Z6
+	VMULPS    Z6, Z2, Z6
+	VCVTPH2PS (R11), Z7
+	VMULPS    Z7, Z2, Z7
+	VCVTPH2PS (R11)(R8*1), Z8
+	VMULPS    Z8, Z2, Z8
+	VCVTPH2PS (R11)(R8*2), Z9
+	VMULPS    Z9, Z2, Z9
+	VCVTPH2PS (R11)(R9*1), Z10
+	VMULPS    Z10, Z2, Z10
+	VCVTPH2PS (R12), Z11
+	VMULPS    Z11, Z2, Z11
+	VCVTPH2PS (R12)(R8*1), Z12
+	VMULPS    Z12, Z2, Z12
+	VCVTPH2PS (R12)(R8*2), Z13
+	VMULPS    Z13, Z2, Z13
+	VCVTPH2PS (R12)(R9*1), Z14
+	VMULPS    Z14, Z2, Z14
+	VCVTPH2PS (R13), Z15
+	VMULPS    Z15, Z2, Z15
+	VCVTPH2PS (R13)(R8*1), Z16
+	VMULPS    Z16, Z2, Z16
+	VCVTPH2PS (R13)(R8*2), Z17
+	VMULPS    Z17, Z2, Z17
+	VCVTPH2PS (R13)(R9*1), Z18
+	VMULPS    Z18, Z2, Z18
+	DECQ      R15
+	JZ        tiledScoresF16AVX512_reduce
+
+tiledScoresF16AVX512_chunk:
+	ADDQ        $0x40, R14
+	ADDQ        $0x20, R10
+	ADDQ        $0x20, R11
+	ADDQ        $0x20, R12
+	ADDQ        $0x20, R13
+	VMOVUPS     (R14), Z2
+	VCVTPH2PS   (R10), Z19
+	VFMADD231PS Z19, Z2, Z3
+	VCVTPH2PS   (R10)(R8*1), Z19
+	VFMADD231PS Z19, Z2, Z4
+	VCVTPH2PS   (R10)(R8*2), Z19
+	VFMADD231PS Z19, Z2, Z5
+	VCVTPH2PS   (R10)(R9*1), Z19
+	VFMADD231PS Z19, Z2, Z6
+	VCVTPH2PS   (R11), Z19
+	VFMADD231PS Z19, Z2, Z7
+	VCVTPH2PS   (R11)(R8*1), Z19
+	VFMADD231PS Z19, Z2, Z8
+	VCVTPH2PS   (R11)(R8*2), Z19
+	VFMADD231PS Z19, Z2, Z9
+	VCVTPH2PS   (R11)(R9*1), Z19
+	VFMADD231PS Z19, Z2, Z10
+	VCVTPH2PS   (R12), Z19
+	VFMADD231PS Z19, Z2, Z11
+	VCVTPH2PS   (R12)(R8*1), Z19
+	VFMADD231PS Z19, Z2, Z12
+	VCVTPH2PS   (R12)(R8*2), Z19
+	VFMADD231PS Z19, Z2, Z13
+	VCVTPH2PS   (R12)(R9*1), Z19
+	VFMADD231PS Z19, Z2, Z14
+	VCVTPH2PS   (R13), Z19
+	VFMADD231PS Z19, Z2, Z15
+	VCVTPH2PS   (R13)(R8*1), Z19
+	VFMADD231PS Z19, Z2, Z16
+	VCVTPH2PS   (R13)(R8*2), Z19
+	VFMADD231PS Z19, Z2, Z17
+	VCVTPH2PS   (R13)(R9*1), Z19
+	VFMADD231PS Z19, Z2, Z18
+	DECQ        R15
+	JNZ         tiledScoresF16AVX512_chunk
+
+tiledScoresF16AVX512_reduce:
+	VSHUFF32X4    $0x44, Z7, Z3, Z2
+	VSHUFF32X4    $0xee, Z7, Z3, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x44, Z15, Z11, Z3
+	VSHUFF32X4    $0xee, Z15, Z11, Z7
+	VADDPS        Z7, Z3, Z3
+	VSHUFF32X4    $0x44, Z8, Z4, Z7
+	VSHUFF32X4    $0xee, Z8, Z4, Z4
+	VADDPS        Z4, Z7, Z7
+	VSHUFF32X4    $0x44, Z16, Z12, Z4
+	VSHUFF32X4    $0xee, Z16, Z12, Z8
+	VADDPS        Z8, Z4, Z4
+	VSHUFF32X4    $0x44, Z9, Z5, Z8
+	VSHUFF32X4    $0xee, Z9, Z5, Z5
+	VADDPS        Z5, Z8, Z8
+	VSHUFF32X4    $0x44, Z17, Z13, Z5
+	VSHUFF32X4    $0xee, Z17, Z13, Z9
+	VADDPS        Z9, Z5, Z5
+	VSHUFF32X4    $0x44, Z10, Z6, Z9
+	VSHUFF32X4    $0xee, Z10, Z6, Z6
+	VADDPS        Z6, Z9, Z9
+	VSHUFF32X4    $0x44, Z18, Z14, Z6
+	VSHUFF32X4    $0xee, Z18, Z14, Z10
+	VADDPS        Z10, Z6, Z6
+	VSHUFF32X4    $0x88, Z3, Z2, Z10
+	VSHUFF32X4    $0xdd, Z3, Z2, Z2
+	VADDPS        Z2, Z10, Z10
+	VSHUFF32X4    $0x88, Z4, Z7, Z2
+	VSHUFF32X4    $0xdd, Z4, Z7, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z5, Z8, Z3
+	VSHUFF32X4    $0xdd, Z5, Z8, Z4
+	VADDPS        Z4, Z3, Z3
+	VSHUFF32X4    $0x88, Z6, Z9, Z4
+	VSHUFF32X4    $0xdd, Z6, Z9, Z5
+	VADDPS        Z5, Z4, Z4
+	VSHUFPS       $0x44, Z2, Z10, Z5
+	VSHUFPS       $0xee, Z2, Z10, Z2
+	VADDPS        Z2, Z5, Z5
+	VSHUFPS       $0x44, Z4, Z3, Z2
+	VSHUFPS       $0xee, Z4, Z3, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFPS       $0x88, Z2, Z5, Z3
+	VSHUFPS       $0xdd, Z2, Z5, Z2
+	VADDPS        Z2, Z3, Z3
+	VMULPS        Z0, Z3, Z3
+	VMOVUPS       Z3, (AX)
+	MOVQ          SI, R10
+	MOVQ          $0x00000010, R11
+	CMPQ          R10, R11
+	CMOVQGT       R11, R10
+	XORQ          R11, R11
+	CMPQ          R10, R11
+	CMOVQLT       R11, R10
+	MOVQ          $0x0000ffff, R11
+	BZHIQ         R10, R11, R11
+	KMOVW         R11, K1
+	VMAXPS        Z3, Z1, K1, Z1
+	ADDQ          $0x40, AX
+	ADDQ          $0x08, DX
+	SUBQ          $0x10, SI
+	DECQ          DI
+	JNZ           tiledScoresF16AVX512_block
+	VEXTRACTF32X8 $0x01, Z1, Y0
+	VMAXPS        Y0, Y1, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VMAXPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VMAXPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VMAXPS        X0, X1, X1
+	MOVSS         X1, ret+64(FP)
+	VZEROUPPER
+	RET
+
+// func tiledValuesF16AVX512(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)
+// Requires: AVX, AVX512F
+TEXT ·tiledValuesF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), AX
+	MOVQ hd+40(FP), CX
+	MOVQ CX, DX
+	SHLQ $0x01, DX
+	SHRQ $0x04, CX
+	XORQ BX, BX
+
+tiledValuesF16AVX512_four:
+	CMPQ    CX, $0x04
+	JL      tiledValuesF16AVX512_four_end
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	MOVQ    e+8(FP), SI
+	MOVQ    bases+24(FP), DI
+	MOVQ    n+32(FP), R8
+
+tiledValuesF16AVX512_four_block:
+	MOVQ src+16(FP), R10
+	MOVQ (DI), R9
+	LEAQ (R10)(R9*2), R9
+	ADDQ BX, R9
+	MOVQ $0x00000010, R10
+
+tiledValuesF16AVX512_four_pos:
+	VBROADCASTSS (SI), Z4
+	VCVTPH2PS    (R9), Z5
+	VFMADD231PS  Z5, Z4, Z0
+	VCVTPH2PS    32(R9), Z5
+	VFMADD231PS  Z5, Z4, Z1
+	VCVTPH2PS    64(R9), Z5
+	VFMADD231PS  Z5, Z4, Z2
+	VCVTPH2PS    96(R9), Z5
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x04, SI
+	ADDQ         DX, R9
+	DECQ         R8
+	JZ           tiledValuesF16AVX512_four_store
+	DECQ         R10
+	JNZ          tiledValuesF16AVX512_four_pos
+	ADDQ         $0x08, DI
+	JMP          tiledValuesF16AVX512_four_block
+
+tiledValuesF16AVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, BX
+	SUBQ    $0x04, CX
+	JMP     tiledValuesF16AVX512_four
+
+tiledValuesF16AVX512_four_end:
+tiledValuesF16AVX512_one:
+	CMPQ    CX, $0x01
+	JL      tiledValuesF16AVX512_one_end
+	VMOVUPS (AX), Z0
+	MOVQ    e+8(FP), SI
+	MOVQ    bases+24(FP), DI
+	MOVQ    n+32(FP), R8
+
+tiledValuesF16AVX512_one_block:
+	MOVQ src+16(FP), R10
+	MOVQ (DI), R9
+	LEAQ (R10)(R9*2), R9
+	ADDQ BX, R9
+	MOVQ $0x00000010, R10
+
+tiledValuesF16AVX512_one_pos:
+	VBROADCASTSS (SI), Z1
+	VCVTPH2PS    (R9), Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         $0x04, SI
+	ADDQ         DX, R9
+	DECQ         R8
+	JZ           tiledValuesF16AVX512_one_store
+	DECQ         R10
+	JNZ          tiledValuesF16AVX512_one_pos
+	ADDQ         $0x08, DI
+	JMP          tiledValuesF16AVX512_one_block
+
+tiledValuesF16AVX512_one_store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x01, CX
+	JMP     tiledValuesF16AVX512_one
+
+tiledValuesF16AVX512_one_end:
+	VZEROUPPER
+	RET
+
+// func tiledValues2F16AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, src *uint16, bases *int, n int, hd int)
+// Requires: AVX, AVX512F
+TEXT ·tiledValues2F16AVX512(SB), NOSPLIT, $0-64
+	MOVQ acc0+0(FP), AX
+	MOVQ acc1+8(FP), CX
+	MOVQ hd+56(FP), DX
+	MOVQ DX, BX
+	SHLQ $0x01, BX
+	SHRQ $0x04, DX
+	XORQ SI, SI
+
+tiledValues2F16AVX512_four:
+	CMPQ    DX, $0x04
+	JL      tiledValues2F16AVX512_four_end
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VMOVUPS 128(CX), Z6
+	VMOVUPS 192(CX), Z7
+	MOVQ    e0+16(FP), DI
+	MOVQ    e1+24(FP), R8
+	MOVQ    bases+40(FP), R9
+	MOVQ    n+48(FP), R10
+
+tiledValues2F16AVX512_four_block:
+	MOVQ src+32(FP), R12
+	MOVQ (R9), R11
+	LEAQ (R12)(R11*2), R11
+	ADDQ SI, R11
+	MOVQ $0x00000010, R12
+
+tiledValues2F16AVX512_four_pos:
+	VBROADCASTSS (DI), Z8
+	VBROADCASTSS (R8), Z9
+	VCVTPH2PS    (R11), Z10
+	VFMADD231PS  Z10, Z8, Z0
+	VFMADD231PS  Z10, Z9, Z4
+	VCVTPH2PS    32(R11), Z10
+	VFMADD231PS  Z10, Z8, Z1
+	VFMADD231PS  Z10, Z9, Z5
+	VCVTPH2PS    64(R11), Z10
+	VFMADD231PS  Z10, Z8, Z2
+	VFMADD231PS  Z10, Z9, Z6
+	VCVTPH2PS    96(R11), Z10
+	VFMADD231PS  Z10, Z8, Z3
+	VFMADD231PS  Z10, Z9, Z7
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	ADDQ         BX, R11
+	DECQ         R10
+	JZ           tiledValues2F16AVX512_four_store
+	DECQ         R12
+	JNZ          tiledValues2F16AVX512_four_pos
+	ADDQ         $0x08, R9
+	JMP          tiledValues2F16AVX512_four_block
+
+tiledValues2F16AVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	VMOVUPS Z4, (CX)
+	VMOVUPS Z5, 64(CX)
+	VMOVUPS Z6, 128(CX)
+	VMOVUPS Z7, 192(CX)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000080, SI
+	SUBQ    $0x04, DX
+	JMP     tiledValues2F16AVX512_four
+
+tiledValues2F16AVX512_four_end:
+tiledValues2F16AVX512_one:
+	CMPQ    DX, $0x01
+	JL      tiledValues2F16AVX512_one_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	MOVQ    e0+16(FP), DI
+	MOVQ    e1+24(FP), R8
+	MOVQ    bases+40(FP), R9
+	MOVQ    n+48(FP), R10
+
+tiledValues2F16AVX512_one_block:
+	MOVQ src+32(FP), R12
+	MOVQ (R9), R11
+	LEAQ (R12)(R11*2), R11
+	ADDQ SI, R11
+	MOVQ $0x00000010, R12
+
+tiledValues2F16AVX512_one_pos:
+	VBROADCASTSS (DI), Z2
+	VBROADCASTSS (R8), Z3
+	VCVTPH2PS    (R11), Z4
+	VFMADD231PS  Z4, Z2, Z0
+	VFMADD231PS  Z4, Z3, Z1
+	ADDQ         $0x04, DI
+	ADDQ         $0x04, R8
+	ADDQ         BX, R11
+	DECQ         R10
+	JZ           tiledValues2F16AVX512_one_store
+	DECQ         R12
+	JNZ          tiledValues2F16AVX512_one_pos
+	ADDQ         $0x08, R9
+	JMP          tiledValues2F16AVX512_one_block
+
+tiledValues2F16AVX512_one_store:
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	VMOVUPS Z1, (CX)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000020, SI
+	SUBQ    $0x01, DX
+	JMP     tiledValues2F16AVX512_one
+
+tiledValues2F16AVX512_one_end:
+	VZEROUPPER
+	RET

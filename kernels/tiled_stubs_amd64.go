@@ -23,3 +23,18 @@ func tiledValuesAVX512(acc *float32, e *float32, vb *float32, n int, hp int)
 //
 //go:noescape
 func tiledValues2AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, vb *float32, n int, hp int)
+
+// tiledScoresF16AVX512 is tiledScoresAVX512 over nb ≥ 1 blocks of 16 F16 rows of hd halves (a positive multiple of 16) in place: block i's row p at src[bases[i]+p·hd:].
+//
+//go:noescape
+func tiledScoresF16AVX512(out *float32, q *float32, src *uint16, bases *int, hd int, scale float32, n int, nb int) float32
+
+// tiledValuesF16AVX512 is tiledValuesAVX512 over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:].
+//
+//go:noescape
+func tiledValuesF16AVX512(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)
+
+// tiledValues2F16AVX512 is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd) and tiledValuesF16AVX512(acc1, e1, src, bases, n, hd) at once.
+//
+//go:noescape
+func tiledValues2F16AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, src *uint16, bases *int, n int, hd int)

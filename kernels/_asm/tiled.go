@@ -31,6 +31,7 @@ func genTiled() {
 	genTiledScoresZMM()
 	genTiledValues(tiledZMM, 1)
 	genTiledValues(tiledZMM, 2)
+	genTiledF16()
 }
 
 func genTiledAVX2() {
@@ -130,6 +131,22 @@ func genTiledScoresZMM() {
 	DECQ(m)
 	JNZ(LabelRef(name + "_chunk"))
 	Label(name + "_reduce")
+	reduceScores(acc, sc, run, out, n)
+	ADDQ(U8(64), out)
+	ADDQ(U32(1024), kb)
+	SUBQ(U8(16), n)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	Store(hmax(run), ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// reduceScores reduces the 16 accumulators of a block's positions (acc[i]
+// holding position p with i = tiledAccFor(p)) as reduce16 each, scales
+// them, stores the 16 scores at out and lets the valid ones (min(n, 16),
+// none if n ≤ 0) join the running maximum run, lane by lane.
+func reduceScores(acc []reg.VecVirtual, sc, run reg.VecVirtual, out, n reg.GPVirtual) {
 	// pairs of registers, combined by a 128-bit or a 32-bit shuffle of two
 	// sources (Intel's imm: low half from src1, high half from src2).
 	pairs := func(v []reg.VecVirtual, shuf func(imm uint8, b, a, x reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
@@ -159,14 +176,6 @@ func genTiledScoresZMM() {
 	k := K()
 	KMOVW(bits.As32(), k)
 	VMAXPS(g[0], run, k, run)
-	ADDQ(U8(64), out)
-	ADDQ(U32(1024), kb)
-	SUBQ(U8(16), n)
-	DECQ(nb)
-	JNZ(LabelRef(name + "_block"))
-	Store(hmax(run), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
 }
 
 // tiledScoresHead emits a scores kernel's head and loads its integer
