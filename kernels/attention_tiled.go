@@ -8,7 +8,8 @@ import "math"
 // converting each block of 16 cache positions to float32 once for all of
 // the task's rows (token, head) instead of once per row, four blocks at a
 // time, and computing the scores of a block as sixteen fused dot products
-// reduced together.
+// reduced together. A task of few rows (a decode's) reads F16 rows in
+// place where an implementation can (tiledF16), converting as it reads.
 //
 // The arithmetic of one row (token i, query head h, context c = its
 // position + 1), with hp the head dimension rounded up to 16 (q and the
