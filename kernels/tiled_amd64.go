@@ -9,9 +9,10 @@ import "math"
 // are not a multiple of 16 stays generic.
 
 var (
-	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512).withF16(&tiledF16{
-		scores: tiledScoresF16With, values: tiledValuesF16With, values2: tiledValues2F16With})
-	tiledAVX2 = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil)
+	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512).
+			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512))
+	tiledAVX2 = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil).
+			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil))
 )
 
 // tiledAsm wraps one instruction set's generated kernels.
@@ -78,36 +79,49 @@ func (k tiledKernels) withF16(f *tiledF16) tiledKernels {
 	return k
 }
 
+// tiledF16Asm wraps one instruction set's kernels on F16 rows in place;
+// without a values2 kernel, values2 is two calls of values.
+func tiledF16Asm(scores func(out, q *float32, src *uint16, bases *int, hd int, scale float32, n, nb int) float32,
+	values func(acc, e *float32, src *uint16, bases *int, n, hd int),
+	values2 func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int)) *tiledF16 {
+	f := &tiledF16{
+		scores: func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32 {
+			hd, nb := len(q), len(out)/16
+			if nb == 0 {
+				return float32(math.Inf(-1))
+			}
+			rowsInSrc(src, bases[:nb], hd)
+			return scores(&out[0], &q[0], &src[0], &bases[0], hd, scale, min(n, 16*nb), nb)
+		},
+		values: func(acc, e []float32, src []uint16, bases []int) {
+			if len(e) == 0 {
+				return
+			}
+			rowsInSrc(src, bases[:(len(e)+15)/16], len(acc))
+			values(&acc[0], &e[0], &src[0], &bases[0], len(e), len(acc))
+		},
+	}
+	f.values2 = func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int) {
+		f.values(acc0, e0, src, bases)
+		f.values(acc1, e1, src, bases)
+	}
+	if values2 != nil {
+		f.values2 = func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int) {
+			hd := len(acc0)
+			if len(e0) == 0 {
+				return
+			}
+			_, _ = acc1[hd-1], e1[len(e0)-1]
+			rowsInSrc(src, bases[:(len(e0)+15)/16], hd)
+			values2(&acc0[0], &acc1[0], &e0[0], &e1[0], &src[0], &bases[0], len(e0), hd)
+		}
+	}
+	return f
+}
+
 // rowsInSrc checks that the 16 rows of hd halves of each block lie in src.
 func rowsInSrc(src []uint16, bases []int, hd int) {
 	for _, b := range bases {
 		_ = src[b+16*hd-1]
 	}
-}
-
-func tiledScoresF16With(out, q []float32, src []uint16, bases []int, scale float32, n int) float32 {
-	hd, nb := len(q), len(out)/16
-	if nb == 0 {
-		return float32(math.Inf(-1))
-	}
-	rowsInSrc(src, bases[:nb], hd)
-	return tiledScoresF16AVX512(&out[0], &q[0], &src[0], &bases[0], hd, scale, min(n, 16*nb), nb)
-}
-
-func tiledValuesF16With(acc, e []float32, src []uint16, bases []int) {
-	if len(e) == 0 {
-		return
-	}
-	rowsInSrc(src, bases[:(len(e)+15)/16], len(acc))
-	tiledValuesF16AVX512(&acc[0], &e[0], &src[0], &bases[0], len(e), len(acc))
-}
-
-func tiledValues2F16With(acc0, acc1, e0, e1 []float32, src []uint16, bases []int) {
-	hd := len(acc0)
-	if len(e0) == 0 {
-		return
-	}
-	_, _ = acc1[hd-1], e1[len(e0)-1]
-	rowsInSrc(src, bases[:(len(e0)+15)/16], hd)
-	tiledValues2F16AVX512(&acc0[0], &acc1[0], &e0[0], &e1[0], &src[0], &bases[0], len(e0), hd)
 }

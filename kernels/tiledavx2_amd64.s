@@ -275,3 +275,256 @@ tiledValuesAVX2_one_store:
 tiledValuesAVX2_one_end:
 	VZEROUPPER
 	RET
+
+// func tiledScoresF16AVX2(out *float32, q *float32, src *uint16, bases *int, hd int, scale float32, n int, nb int) float32
+// Requires: AVX, CMOV, F16C, FMA3, SSE
+TEXT ·tiledScoresF16AVX2(SB), NOSPLIT, $0-68
+	MOVQ   out+0(FP), AX
+	MOVQ   bases+24(FP), CX
+	MOVQ   n+48(FP), DX
+	MOVQ   nb+56(FP), BX
+	MOVSS  scale+40(FP), X0
+	MOVQ   hd+32(FP), SI
+	SHLQ   $0x01, SI
+	LEAQ   (SI)(SI*2), DI
+	VMOVSS tiledNegInfV<>+0(SB), X1
+
+tiledScoresF16AVX2_block:
+	MOVQ AX, R8
+	MOVQ src+16(FP), R10
+	MOVQ (CX), R9
+	LEAQ (R10)(R9*2), R9
+	MOVQ $0x00000004, R10
+
+tiledScoresF16AVX2_quad:
+	MOVQ      q+8(FP), R11
+	MOVQ      hd+32(FP), R12
+	SHRQ      $0x04, R12
+	MOVQ      R9, R13
+	VMOVUPS   (R11), Y2
+	VMOVUPS   32(R11), Y3
+	VCVTPH2PS (R13), Y4
+	VCVTPH2PS 16(R13), Y5
+	VMULPS    Y4, Y2, Y4
+	VMULPS    Y5, Y3, Y5
+	VCVTPH2PS (R13)(SI*1), Y6
+	VCVTPH2PS 16(R13)(SI*1), Y7
+	VMULPS    Y6, Y2, Y6
+	VMULPS    Y7, Y3, Y7
+	VCVTPH2PS (R13)(SI*2), Y8
+	VCVTPH2PS 16(R13)(SI*2), Y9
+	VMULPS    Y8, Y2, Y8
+	VMULPS    Y9, Y3, Y9
+	VCVTPH2PS (R13)(DI*1), Y10
+	VCVTPH2PS 16(R13)(DI*1), Y11
+	VMULPS    Y10, Y2, Y10
+	VMULPS    Y11, Y3, Y11
+	DECQ      R12
+	JZ        tiledScoresF16AVX2_reduce
+
+tiledScoresF16AVX2_chunk:
+	ADDQ        $0x40, R11
+	ADDQ        $0x20, R13
+	VMOVUPS     (R11), Y2
+	VMOVUPS     32(R11), Y3
+	VCVTPH2PS   (R13), Y12
+	VCVTPH2PS   16(R13), Y13
+	VFMADD231PS Y12, Y2, Y4
+	VFMADD231PS Y13, Y3, Y5
+	VCVTPH2PS   (R13)(SI*1), Y12
+	VCVTPH2PS   16(R13)(SI*1), Y13
+	VFMADD231PS Y12, Y2, Y6
+	VFMADD231PS Y13, Y3, Y7
+	VCVTPH2PS   (R13)(SI*2), Y12
+	VCVTPH2PS   16(R13)(SI*2), Y13
+	VFMADD231PS Y12, Y2, Y8
+	VFMADD231PS Y13, Y3, Y9
+	VCVTPH2PS   (R13)(DI*1), Y12
+	VCVTPH2PS   16(R13)(DI*1), Y13
+	VFMADD231PS Y12, Y2, Y10
+	VFMADD231PS Y13, Y3, Y11
+	DECQ        R12
+	JNZ         tiledScoresF16AVX2_chunk
+
+tiledScoresF16AVX2_reduce:
+	VADDPS       Y5, Y4, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, (AX)
+	VADDPS       Y7, Y6, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 4(AX)
+	VADDPS       Y9, Y8, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 8(AX)
+	VADDPS       Y11, Y10, Y2
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X3, X2, X3
+	VPERMILPS    $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPERMILPS    $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMULSS       X0, X3, X3
+	VMOVSS       X3, 12(AX)
+	ADDQ         $0x10, AX
+	LEAQ         (R9)(SI*4), R9
+	DECQ         R10
+	JNZ          tiledScoresF16AVX2_quad
+	MOVQ         DX, R9
+	MOVQ         $0x00000010, R10
+	CMPQ         R9, R10
+	CMOVQGT      R10, R9
+	XORQ         R10, R10
+	CMPQ         R9, R10
+	CMOVQLT      R10, R9
+	TESTQ        R9, R9
+	JZ           tiledScoresF16AVX2_max_done
+
+tiledScoresF16AVX2_max:
+	VMAXSS (R8), X1, X1
+	ADDQ   $0x04, R8
+	DECQ   R9
+	JNZ    tiledScoresF16AVX2_max
+
+tiledScoresF16AVX2_max_done:
+	ADDQ  $0x08, CX
+	SUBQ  $0x10, DX
+	DECQ  BX
+	JNZ   tiledScoresF16AVX2_block
+	MOVSS X1, ret+64(FP)
+	VZEROUPPER
+	RET
+
+// func tiledValuesF16AVX2(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)
+// Requires: AVX, F16C, FMA3
+TEXT ·tiledValuesF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), AX
+	MOVQ hd+40(FP), CX
+	MOVQ CX, DX
+	SHLQ $0x01, DX
+	SHRQ $0x04, CX
+	XORQ BX, BX
+
+tiledValuesF16AVX2_four:
+	CMPQ    CX, $0x04
+	JL      tiledValuesF16AVX2_four_end
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VMOVUPS 128(AX), Y4
+	VMOVUPS 160(AX), Y5
+	VMOVUPS 192(AX), Y6
+	VMOVUPS 224(AX), Y7
+	MOVQ    e+8(FP), SI
+	MOVQ    bases+24(FP), DI
+	MOVQ    n+32(FP), R8
+
+tiledValuesF16AVX2_four_block:
+	MOVQ src+16(FP), R10
+	MOVQ (DI), R9
+	LEAQ (R10)(R9*2), R9
+	ADDQ BX, R9
+	MOVQ $0x00000010, R10
+
+tiledValuesF16AVX2_four_pos:
+	VBROADCASTSS (SI), Y8
+	VCVTPH2PS    (R9), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VCVTPH2PS    16(R9), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VCVTPH2PS    32(R9), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VCVTPH2PS    48(R9), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    64(R9), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VCVTPH2PS    80(R9), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VCVTPH2PS    96(R9), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VCVTPH2PS    112(R9), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x04, SI
+	ADDQ         DX, R9
+	DECQ         R8
+	JZ           tiledValuesF16AVX2_four_store
+	DECQ         R10
+	JNZ          tiledValuesF16AVX2_four_pos
+	ADDQ         $0x08, DI
+	JMP          tiledValuesF16AVX2_four_block
+
+tiledValuesF16AVX2_four_store:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VMOVUPS Y4, 128(AX)
+	VMOVUPS Y5, 160(AX)
+	VMOVUPS Y6, 192(AX)
+	VMOVUPS Y7, 224(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000080, BX
+	SUBQ    $0x04, CX
+	JMP     tiledValuesF16AVX2_four
+
+tiledValuesF16AVX2_four_end:
+tiledValuesF16AVX2_one:
+	CMPQ    CX, $0x01
+	JL      tiledValuesF16AVX2_one_end
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	MOVQ    e+8(FP), SI
+	MOVQ    bases+24(FP), DI
+	MOVQ    n+32(FP), R8
+
+tiledValuesF16AVX2_one_block:
+	MOVQ src+16(FP), R10
+	MOVQ (DI), R9
+	LEAQ (R10)(R9*2), R9
+	ADDQ BX, R9
+	MOVQ $0x00000010, R10
+
+tiledValuesF16AVX2_one_pos:
+	VBROADCASTSS (SI), Y2
+	VCVTPH2PS    (R9), Y3
+	VFMADD231PS  Y3, Y2, Y0
+	VCVTPH2PS    16(R9), Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, SI
+	ADDQ         DX, R9
+	DECQ         R8
+	JZ           tiledValuesF16AVX2_one_store
+	DECQ         R10
+	JNZ          tiledValuesF16AVX2_one_pos
+	ADDQ         $0x08, DI
+	JMP          tiledValuesF16AVX2_one_block
+
+tiledValuesF16AVX2_one_store:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, BX
+	SUBQ    $0x01, CX
+	JMP     tiledValuesF16AVX2_one
+
+tiledValuesF16AVX2_one_end:
+	VZEROUPPER
+	RET

@@ -18,3 +18,13 @@ func tiledScoresAVX2(out *float32, q *float32, kb *float32, hp int, scale float3
 //
 //go:noescape
 func tiledValuesAVX2(acc *float32, e *float32, vb *float32, n int, hp int)
+
+// tiledScoresF16AVX2 is tiledScoresAVX2 over nb ≥ 1 blocks of 16 F16 rows of hd halves (a positive multiple of 16) in place: block i's row p at src[bases[i]+p·hd:].
+//
+//go:noescape
+func tiledScoresF16AVX2(out *float32, q *float32, src *uint16, bases *int, hd int, scale float32, n int, nb int) float32
+
+// tiledValuesF16AVX2 is tiledValuesAVX2 over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:].
+//
+//go:noescape
+func tiledValuesF16AVX2(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)

@@ -38,6 +38,7 @@ func genTiledAVX2() {
 	genTiledBlockF16(tiledYMM)
 	genTiledScoresYMM()
 	genTiledValues(tiledYMM, 1)
+	genTiledF16AVX2()
 }
 
 // genTiledBlockF16: the F16 rows at offs[p] (p < n ≤ 16, hd a positive

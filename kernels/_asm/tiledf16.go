@@ -24,8 +24,13 @@ import (
 
 func genTiledF16() {
 	genTiledScoresF16()
-	genTiledValuesF16(1)
-	genTiledValuesF16(2)
+	genTiledValuesF16(tiledZMM, 1)
+	genTiledValuesF16(tiledZMM, 2)
+}
+
+func genTiledF16AVX2() {
+	genTiledScoresF16YMM()
+	genTiledValuesF16(tiledYMM, 1)
 }
 
 // rowsOf16 addresses the 16 rows of a block from four bases (rows 0, 4, 8
@@ -131,22 +136,22 @@ func genTiledScoresF16() {
 	RET()
 }
 
-// genTiledValuesF16: tiledValues(2)AVX512 on blocks of F16 rows in place,
-// 64 elements (four chains of 16 lanes per row) at a time, then 16; with
-// rows = 2 each row of V is converted once for both.
-func genTiledValuesF16(rows int) {
-	name := "tiledValuesF16AVX512"
+// genTiledValuesF16: tiledValues(2) on blocks of F16 rows in place, 64
+// elements (four chains of 16 lanes per row) at a time, then 16; with rows
+// = 2 (ZMM only) each row of V is converted once for both.
+func genTiledValuesF16(w tiledISA, rows int) {
+	name := "tiledValuesF16" + w.name
 	var acc []reg.GPVirtual
 	eArgs := []string{"e"}
 	if rows == 1 {
 		TEXT(name, NOSPLIT, "func(acc, e *float32, src *uint16, bases *int, n, hd int)")
-		Doc(name + " is tiledValuesAVX512 over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:].")
+		Doc(name + " is tiledValues" + w.name + " over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:].")
 		Pragma("noescape")
 		acc = []reg.GPVirtual{loadGP("acc")}
 	} else {
-		name = "tiledValues2F16AVX512"
+		name = "tiledValues2F16" + w.name
 		TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int)")
-		Doc(name + " is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd) and tiledValuesF16AVX512(acc1, e1, src, bases, n, hd) at once.")
+		Doc(name + " is tiledValuesF16" + w.name + "(acc0, e0, src, bases, n, hd) and tiledValuesF16" + w.name + "(acc1, e1, src, bases, n, hd) at once.")
 		Pragma("noescape")
 		acc = []reg.GPVirtual{loadGP("acc0"), loadGP("acc1")}
 		eArgs = []string{"e0", "e1"}
@@ -162,12 +167,13 @@ func genTiledValuesF16(rows int) {
 		Label(name + "_" + label)
 		CMPQ(hd, U8(chunks))
 		JL(LabelRef(name + "_" + label + "_end"))
-		a := make([][]reg.VecVirtual, rows) // a[row][chunk]
+		regs := 16 * chunks / w.lanes
+		a := make([][]reg.VecVirtual, rows) // a[row][register]
 		for r := range a {
-			a[r] = make([]reg.VecVirtual, chunks)
-			for i := range chunks {
-				a[r][i] = ZMM()
-				VMOVUPS(Mem{Base: acc[r], Disp: 64 * i}, a[r][i])
+			a[r] = make([]reg.VecVirtual, regs)
+			for i := range regs {
+				a[r][i] = w.vec()
+				VMOVUPS(Mem{Base: acc[r], Disp: 4 * w.lanes * i}, a[r][i])
 			}
 		}
 		ep := make([]reg.GPVirtual, rows)
@@ -185,12 +191,12 @@ func genTiledValuesF16(rows int) {
 		Label(name + "_" + label + "_pos")
 		wt := make([]reg.VecVirtual, rows)
 		for r := range rows {
-			wt[r] = ZMM()
+			wt[r] = w.vec()
 			VBROADCASTSS(Mem{Base: ep[r]}, wt[r])
 		}
-		for i := range chunks {
-			v := ZMM()
-			VCVTPH2PS(Mem{Base: vp, Disp: 32 * i}, v)
+		for i := range regs {
+			v := w.vec()
+			VCVTPH2PS(Mem{Base: vp, Disp: 2 * w.lanes * i}, v)
 			for r := range rows {
 				VFMADD231PS(v, wt[r], a[r][i])
 			}
@@ -207,8 +213,8 @@ func genTiledValuesF16(rows int) {
 		JMP(LabelRef(name + "_" + label + "_block"))
 		Label(name + "_" + label + "_store")
 		for r := range rows {
-			for i := range chunks {
-				VMOVUPS(a[r][i], Mem{Base: acc[r], Disp: 64 * i})
+			for i := range regs {
+				VMOVUPS(a[r][i], Mem{Base: acc[r], Disp: 4 * w.lanes * i})
 			}
 			ADDQ(U32(64*chunks), acc[r])
 		}
@@ -219,6 +225,102 @@ func genTiledValuesF16(rows int) {
 	}
 	step("four", 4)
 	step("one", 1)
+	VZEROUPPER()
+	RET()
+}
+
+// genTiledScoresF16YMM: tiledScoresAVX2 on blocks of F16 rows in place:
+// four positions at a time, each as YMM pairs (lanes 0..7 and 8..15),
+// each reduced alone.
+func genTiledScoresF16YMM() {
+	name := "tiledScoresF16AVX2"
+	TEXT(name, NOSPLIT, "func(out, q *float32, src *uint16, bases *int, hd int, scale float32, n, nb int) float32")
+	Doc(name + " is tiledScoresAVX2 over nb ≥ 1 blocks of 16 F16 rows of hd halves (a positive multiple of 16) in place: block i's row p at src[bases[i]+p·hd:].")
+	Pragma("noescape")
+	out, bases, n, nb := loadGP("out"), loadGP("bases"), loadGP("n"), loadGP("nb")
+	sx := XMM()
+	Load(Param("scale"), sx)
+	rs, rs3 := loadGP("hd"), GP64()
+	SHLQ(U8(1), rs) // bytes per row
+	LEAQ(Mem{Base: rs, Index: rs, Scale: 2}, rs3)
+	mx := XMM()
+	VMOVSS(constU32("tiledNegInfV", 0xFF800000), mx)
+	Label(name + "_block")
+	out0, row := GP64(), GP64()
+	MOVQ(out, out0)
+	src := loadGP("src")
+	MOVQ(Mem{Base: bases}, row)
+	LEAQ(Mem{Base: src, Index: row, Scale: 2}, row)
+	quad := GP64()
+	MOVQ(U32(4), quad)
+	Label(name + "_quad")
+	q, m, kp := loadGP("q"), loadGP("hd"), GP64()
+	SHRQ(U8(4), m) // chunks of 16
+	MOVQ(row, kp)
+	at := func(p, disp int) Mem {
+		switch p {
+		case 1:
+			return Mem{Base: kp, Index: rs, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: kp, Index: rs, Scale: 2, Disp: disp}
+		case 3:
+			return Mem{Base: kp, Index: rs3, Scale: 1, Disp: disp}
+		}
+		return Mem{Base: kp, Disp: disp}
+	}
+	lo, hi := YMM(), YMM()
+	VMOVUPS(Mem{Base: q}, lo)
+	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
+	acc := make([]reg.VecVirtual, 8)
+	for p := range 4 {
+		kl, kh := YMM(), YMM()
+		VCVTPH2PS(at(p, 0), kl)
+		VCVTPH2PS(at(p, 16), kh)
+		acc[2*p], acc[2*p+1] = YMM(), YMM()
+		VMULPS(kl, lo, acc[2*p])
+		VMULPS(kh, hi, acc[2*p+1])
+	}
+	DECQ(m)
+	JZ(LabelRef(name + "_reduce"))
+	Label(name + "_chunk")
+	ADDQ(U8(64), q)
+	ADDQ(U8(32), kp)
+	VMOVUPS(Mem{Base: q}, lo)
+	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
+	for p := range 4 {
+		kl, kh := YMM(), YMM()
+		VCVTPH2PS(at(p, 0), kl)
+		VCVTPH2PS(at(p, 16), kh)
+		VFMADD231PS(kl, lo, acc[2*p])
+		VFMADD231PS(kh, hi, acc[2*p+1])
+	}
+	DECQ(m)
+	JNZ(LabelRef(name + "_chunk"))
+	Label(name + "_reduce")
+	for p := range 4 {
+		s := reduce16V(acc[2*p], acc[2*p+1])
+		VMULSS(sx, s, s)
+		VMOVSS(s, Mem{Base: out, Disp: 4 * p})
+	}
+	ADDQ(U8(16), out)
+	LEAQ(Mem{Base: row, Index: rs, Scale: 4}, row)
+	DECQ(quad)
+	JNZ(LabelRef(name + "_quad"))
+	// the block's valid scores (min(n, 16), none if n ≤ 0), one at a time
+	rem := validInBlock(n)
+	TESTQ(rem, rem)
+	JZ(LabelRef(name + "_max_done"))
+	Label(name + "_max")
+	VMAXSS(Mem{Base: out0}, mx, mx)
+	ADDQ(U8(4), out0)
+	DECQ(rem)
+	JNZ(LabelRef(name + "_max"))
+	Label(name + "_max_done")
+	ADDQ(U8(8), bases)
+	SUBQ(U8(16), n)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	Store(mx, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
