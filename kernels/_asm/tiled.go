@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -29,15 +31,15 @@ var (
 func genTiled() {
 	genTiledBlockF16(tiledZMM)
 	genTiledScoresZMM()
-	genTiledValues(tiledZMM, 1)
-	genTiledValues(tiledZMM, 2)
+	genTiledValues(tiledZMM, 1, false)
+	genTiledValues(tiledZMM, 2, false)
 	genTiledF16()
 }
 
 func genTiledAVX2() {
 	genTiledBlockF16(tiledYMM)
 	genTiledScoresYMM()
-	genTiledValues(tiledYMM, 1)
+	genTiledValues(tiledYMM, 1, false)
 	genTiledF16AVX2()
 }
 
@@ -112,29 +114,49 @@ func genTiledScoresZMM() {
 	q, m := GP64(), GP64()
 	MOVQ(q0, q)
 	MOVQ(hp, m)
+	acc := blockChunks(name, q, m,
+		func(p int) Op { return Mem{Base: kb, Disp: 64 * p} },
+		func() { ADDQ(U32(1024), kb) })
+	endScoresBlock(name, acc, sc, run, out, n, nb, func() { ADDQ(U32(1024), kb) })
+}
+
+// blockChunks emits the chunk loop of a ZMM scores kernel over a block's
+// 16 positions: m chunks of 16 elements of the query at q against k(p)
+// (position p's current chunk; next moves k to the next chunk), the
+// first as products, then fused; it returns the accumulators (position p
+// in acc[tiledAccFor(p)]) and leaves the loop for label _reduce.
+func blockChunks(name string, q, m reg.GPVirtual, k func(p int) Op, next func()) []reg.VecVirtual {
 	acc := make([]reg.VecVirtual, 16)
 	qz := ZMM()
 	VMOVUPS(Mem{Base: q}, qz)
 	for p := range 16 {
 		i := tiledAccFor(p)
 		acc[i] = ZMM()
-		VMULPS(Mem{Base: kb, Disp: 64 * p}, qz, acc[i])
+		VMULPS(k(p), qz, acc[i])
 	}
 	DECQ(m)
 	JZ(LabelRef(name + "_reduce"))
 	Label(name + "_chunk")
 	ADDQ(U8(64), q)
-	ADDQ(U32(1024), kb)
+	next()
 	VMOVUPS(Mem{Base: q}, qz)
 	for p := range 16 {
-		VFMADD231PS(Mem{Base: kb, Disp: 64 * p}, qz, acc[tiledAccFor(p)])
+		VFMADD231PS(k(p), qz, acc[tiledAccFor(p)])
 	}
 	DECQ(m)
 	JNZ(LabelRef(name + "_chunk"))
+	return acc
+}
+
+// endScoresBlock emits the end of a ZMM scores kernel's block loop: the
+// reduction (at label _reduce), the next block (next advances the
+// source), and after the last block the largest valid score as the
+// result.
+func endScoresBlock(name string, acc []reg.VecVirtual, sc, run reg.VecVirtual, out, n, nb reg.GPVirtual, next func()) {
 	Label(name + "_reduce")
 	reduceScores(acc, sc, run, out, n)
 	ADDQ(U8(64), out)
-	ADDQ(U32(1024), kb)
+	next()
 	SUBQ(U8(16), n)
 	DECQ(nb)
 	JNZ(LabelRef(name + "_block"))
@@ -215,39 +237,77 @@ func genTiledScoresYMM() {
 	MOVQ(q0, q)
 	MOVQ(kb0, kb)
 	MOVQ(hp, m)
+	acc := quadChunks(name, q, m,
+		func(p, half int) Op { return Mem{Base: kb, Disp: 64*p + 32*half} },
+		func() { ADDQ(U32(1024), kb) })
+	Label(name + "_reduce")
+	reduceQuad(acc, sx, out)
+	ADDQ(U32(256), kb0)
+	DECQ(quad)
+	JNZ(LabelRef(name + "_quad"))
+	endQuadScores(name, n, nb, out0, mx, func() { ADDQ(blockBytes, kbBlock) })
+}
+
+// endQuadScores emits the end of a YMM scores kernel's block loop: the
+// block's valid scores into mx, the next block (next advances the
+// source), and after the last block mx as the result.
+func endQuadScores(name string, n, nb, out0 reg.GPVirtual, mx reg.VecVirtual, next func()) {
+	maxValid(name, n, out0, mx)
+	next()
+	SUBQ(U8(16), n)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	Store(mx, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// quadChunks emits the chunk loop of a YMM scores kernel over four
+// positions: m chunks of 16 elements of the query at q against k(p, half)
+// (lanes 8·half.. of position p's current chunk; next moves k to the next
+// chunk), the first as products, then fused; it returns the accumulator
+// pairs and leaves the loop for label _reduce.
+func quadChunks(name string, q, m reg.GPVirtual, k func(p, half int) Op, next func()) []reg.VecVirtual {
 	lo, hi := YMM(), YMM()
 	VMOVUPS(Mem{Base: q}, lo)
 	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
 	acc := make([]reg.VecVirtual, 8)
 	for p := range 4 {
 		acc[2*p], acc[2*p+1] = YMM(), YMM()
-		VMULPS(Mem{Base: kb, Disp: 64 * p}, lo, acc[2*p])
-		VMULPS(Mem{Base: kb, Disp: 64*p + 32}, hi, acc[2*p+1])
+		VMULPS(k(p, 0), lo, acc[2*p])
+		VMULPS(k(p, 1), hi, acc[2*p+1])
 	}
 	DECQ(m)
 	JZ(LabelRef(name + "_reduce"))
 	Label(name + "_chunk")
 	ADDQ(U8(64), q)
-	ADDQ(U32(1024), kb)
+	next()
 	VMOVUPS(Mem{Base: q}, lo)
 	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
 	for p := range 4 {
-		VFMADD231PS(Mem{Base: kb, Disp: 64 * p}, lo, acc[2*p])
-		VFMADD231PS(Mem{Base: kb, Disp: 64*p + 32}, hi, acc[2*p+1])
+		VFMADD231PS(k(p, 0), lo, acc[2*p])
+		VFMADD231PS(k(p, 1), hi, acc[2*p+1])
 	}
 	DECQ(m)
 	JNZ(LabelRef(name + "_chunk"))
-	Label(name + "_reduce")
+	return acc
+}
+
+// reduceQuad stores at out, and advances out past, the scores of four
+// positions, each accumulated in a YMM pair (acc[2p], acc[2p+1]) and
+// reduced as reduce16, times sx.
+func reduceQuad(acc []reg.VecVirtual, sx reg.VecVirtual, out reg.GPVirtual) {
 	for p := range 4 {
 		s := reduce16V(acc[2*p], acc[2*p+1])
 		VMULSS(sx, s, s)
 		VMOVSS(s, Mem{Base: out, Disp: 4 * p})
 	}
 	ADDQ(U8(16), out)
-	ADDQ(U32(256), kb0)
-	DECQ(quad)
-	JNZ(LabelRef(name + "_quad"))
-	// the block's valid scores (min(n, 16), none if n ≤ 0), one at a time
+}
+
+// maxValid folds the block's valid scores at out0 (min(n, 16), none if
+// n ≤ 0) into mx, one at a time.
+func maxValid(name string, n, out0 reg.GPVirtual, mx reg.VecVirtual) {
 	rem := validInBlock(n)
 	TESTQ(rem, rem)
 	JZ(LabelRef(name + "_max_done"))
@@ -257,13 +317,6 @@ func genTiledScoresYMM() {
 	DECQ(rem)
 	JNZ(LabelRef(name + "_max"))
 	Label(name + "_max_done")
-	ADDQ(blockBytes, kbBlock)
-	SUBQ(U8(16), n)
-	DECQ(nb)
-	JNZ(LabelRef(name + "_block"))
-	Store(mx, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
 }
 
 // genTiledValues: acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order,
@@ -273,28 +326,15 @@ func genTiledScoresYMM() {
 // with e1, each row's FMAs in its own order): one row's four chains of 16
 // lanes wait on the FMA latency, two rows' eight keep both FMA pipes busy,
 // and each row of V is loaded once for both (AVX2's YMM kernel already
-// runs eight chains per row).
-func genTiledValues(w tiledISA, rows int) {
-	name := "tiledValues" + w.name
-	var acc, e []reg.GPVirtual
-	if rows == 1 {
-		TEXT(name, NOSPLIT, "func(acc, e, vb *float32, n, hp int)")
-		Doc(name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1).")
-		Pragma("noescape")
-		acc, e = []reg.GPVirtual{loadGP("acc")}, []reg.GPVirtual{loadGP("e")}
-	} else {
-		name = "tiledValues2" + w.name
-		TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1, vb *float32, n, hp int)")
-		Doc(name + " is tiledValues" + w.name + "(acc0, e0, vb, n, hp) and tiledValues" + w.name + "(acc1, e1, vb, n, hp) at once.")
-		Pragma("noescape")
-		acc, e = []reg.GPVirtual{loadGP("acc0"), loadGP("acc1")}, []reg.GPVirtual{loadGP("e0"), loadGP("e1")}
-	}
-	vb, n, hp := loadGP("vb"), loadGP("n"), loadGP("hp")
-	blockBytes := blockBytesOf(hp)
-	SHRQ(U8(4), hp) // chunks of 16 left
+// runs eight chains per row). With f16 the rows v_p are F16 cache rows in
+// place (tiledf16.go), converted as they are read.
+func genTiledValues(w tiledISA, rows int, f16 bool) {
+	src := valuesSrc{f16: f16}
+	name, acc, e := src.head(w, rows)
+	src.load()
 	step := func(label string, chunks int) {
 		Label(name + "_" + label)
-		CMPQ(hp, U8(chunks))
+		CMPQ(src.chunks, U8(chunks))
 		JL(LabelRef(name + "_" + label + "_end"))
 		regs := 16 * chunks / w.lanes
 		a := make([][]reg.VecVirtual, rows) // a[row][i]
@@ -307,17 +347,9 @@ func genTiledValues(w tiledISA, rows int) {
 				VMOVUPS(Mem{Base: acc[r], Disp: 4 * w.lanes * i}, a[r][i])
 			}
 		}
-		ep := make([]reg.GPVirtual, rows)
-		for r := range rows {
-			ep[r] = GP64()
-			MOVQ(e[r], ep[r])
-		}
-		vblk, k := GP64(), GP64()
-		MOVQ(vb, vblk)
-		MOVQ(n, k)
+		ep, k := src.positions(e)
 		Label(name + "_" + label + "_block")
-		vp, j := GP64(), GP64()
-		MOVQ(vblk, vp)
+		vp, j := src.block()
 		MOVQ(U32(16), j)
 		Label(name + "_" + label + "_pos")
 		wt := make([]reg.VecVirtual, rows)
@@ -327,13 +359,21 @@ func genTiledValues(w tiledISA, rows int) {
 		}
 		for i := range regs {
 			c, l := i*w.lanes/16, i*w.lanes%16 // chunk, first lane
-			src := Mem{Base: vp, Disp: 1024*c + 4*l}
+			if f16 {
+				v := w.vec()
+				VCVTPH2PS(Mem{Base: vp, Disp: 2 * w.lanes * i}, v)
+				for r := range rows {
+					VFMADD231PS(v, wt[r], a[r][i])
+				}
+				continue
+			}
+			from := Mem{Base: vp, Disp: 1024*c + 4*l}
 			if rows == 1 {
-				VFMADD231PS(src, wt[0], a[0][i])
+				VFMADD231PS(from, wt[0], a[0][i])
 				continue
 			}
 			v := w.vec()
-			VMOVUPS(src, v)
+			VMOVUPS(from, v)
 			for r := range rows {
 				VFMADD231PS(v, wt[r], a[r][i])
 			}
@@ -341,12 +381,12 @@ func genTiledValues(w tiledISA, rows int) {
 		for r := range rows {
 			ADDQ(U8(4), ep[r])
 		}
-		ADDQ(U8(64), vp)
+		src.nextPosition(vp)
 		DECQ(k)
 		JZ(LabelRef(name + "_" + label + "_store"))
 		DECQ(j)
 		JNZ(LabelRef(name + "_" + label + "_pos"))
-		ADDQ(blockBytes, vblk)
+		src.nextBlock()
 		JMP(LabelRef(name + "_" + label + "_block"))
 		Label(name + "_" + label + "_store")
 		for i := range regs {
@@ -357,8 +397,8 @@ func genTiledValues(w tiledISA, rows int) {
 		for r := range rows {
 			ADDQ(U32(64*chunks), acc[r])
 		}
-		ADDQ(U32(1024*chunks), vb)
-		SUBQ(U8(chunks), hp)
+		src.nextChunks(chunks)
+		SUBQ(U8(chunks), src.chunks)
 		JMP(LabelRef(name + "_" + label))
 		Label(name + "_" + label + "_end")
 	}
@@ -366,6 +406,136 @@ func genTiledValues(w tiledISA, rows int) {
 	step("one", 1)
 	VZEROUPPER()
 	RET()
+}
+
+// valuesSrc is where a values kernel reads V: consecutive blocks of the
+// tiled block layout, or F16 rows in place.
+type valuesSrc struct {
+	f16    bool
+	eArgs  []string      // the probability arguments
+	chunks reg.GPVirtual // chunks of 16 elements of each row left
+	n      reg.GPVirtual // block layout: positions
+	vb     reg.GPVirtual // block layout: the current chunks' first block
+	bytes  reg.GPVirtual // block layout: bytes per block
+	rs     reg.GPVirtual // F16: bytes per row
+	doff   reg.GPVirtual // F16: bytes into each row of the current chunks
+	vblk   reg.GPVirtual // block layout: the current block; F16: its entry in bases
+}
+
+// head emits the kernel's head and returns its name, accumulator pointers
+// and, for the block layout, probability pointers (F16 reloads those per
+// step).
+func (s *valuesSrc) head(w tiledISA, rows int) (name string, acc, e []reg.GPVirtual) {
+	name, sig := "tiledValues"+w.name, "func(acc, e, vb *float32, n, hp int)"
+	doc := name + " sets acc[d] = fma(e[p], v_p[d], acc[d]) for p < n in order, the rows v_p in the tiled block layout vb, position p in block p/16 (hp a positive multiple of 16, n ≥ 1)."
+	if s.f16 {
+		name, sig = "tiledValuesF16"+w.name, "func(acc, e *float32, src *uint16, bases *int, n, hd int)"
+		doc = name + " is tiledValues" + w.name + " over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:]."
+	}
+	args := []string{"acc"}
+	if rows == 2 {
+		one := name
+		name = strings.Replace(name, "Values", "Values2", 1)
+		sig = strings.Replace(sig, "acc, e", "acc0, acc1, e0, e1", 1)
+		args = []string{"acc0", "acc1"}
+		if s.f16 {
+			doc = name + " is " + one + "(acc0, e0, src, bases, n, hd) and " + one + "(acc1, e1, src, bases, n, hd) at once."
+		} else {
+			doc = name + " is " + one + "(acc0, e0, vb, n, hp) and " + one + "(acc1, e1, vb, n, hp) at once."
+		}
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(doc)
+	Pragma("noescape")
+	for _, a := range args {
+		acc = append(acc, loadGP(a))
+	}
+	for _, a := range args {
+		s.eArgs = append(s.eArgs, strings.Replace(a, "acc", "e", 1))
+	}
+	if !s.f16 {
+		for _, a := range s.eArgs {
+			e = append(e, loadGP(a))
+		}
+	}
+	return name, acc, e
+}
+
+// load loads the arguments every step reads.
+func (s *valuesSrc) load() {
+	if s.f16 {
+		s.chunks = loadGP("hd")
+		s.rs = GP64()
+		MOVQ(s.chunks, s.rs)
+		SHLQ(U8(1), s.rs) // bytes per row
+		SHRQ(U8(4), s.chunks)
+		s.doff = GP64()
+		XORQ(s.doff, s.doff)
+		return
+	}
+	s.vb, s.n, s.chunks = loadGP("vb"), loadGP("n"), loadGP("hp")
+	s.bytes = blockBytesOf(s.chunks)
+	SHRQ(U8(4), s.chunks) // chunks of 16 left
+}
+
+// positions starts a step: the probability pointers of each row and the
+// count of positions.
+func (s *valuesSrc) positions(e []reg.GPVirtual) (ep []reg.GPVirtual, k reg.GPVirtual) {
+	if s.f16 {
+		for _, a := range s.eArgs {
+			ep = append(ep, loadGP(a))
+		}
+		s.vblk, k = loadGP("bases"), loadGP("n")
+		return ep, k
+	}
+	for _, x := range e {
+		p := GP64()
+		MOVQ(x, p)
+		ep = append(ep, p)
+	}
+	s.vblk, k = GP64(), GP64()
+	MOVQ(s.vb, s.vblk)
+	MOVQ(s.n, k)
+	return ep, k
+}
+
+// block returns the current block's first row (in the current chunks)
+// and a new position counter.
+func (s *valuesSrc) block() (vp, j reg.GPVirtual) {
+	vp, j = GP64(), GP64()
+	if s.f16 {
+		Load(Param("src"), j)
+		MOVQ(Mem{Base: s.vblk}, vp)
+		LEAQ(Mem{Base: j, Index: vp, Scale: 2}, vp)
+		ADDQ(s.doff, vp)
+		return vp, j
+	}
+	MOVQ(s.vblk, vp)
+	return vp, j
+}
+
+func (s *valuesSrc) nextPosition(vp reg.GPVirtual) {
+	if s.f16 {
+		ADDQ(s.rs, vp)
+		return
+	}
+	ADDQ(U8(64), vp)
+}
+
+func (s *valuesSrc) nextBlock() {
+	if s.f16 {
+		ADDQ(U8(8), s.vblk)
+		return
+	}
+	ADDQ(s.bytes, s.vblk)
+}
+
+func (s *valuesSrc) nextChunks(chunks int) {
+	if s.f16 {
+		ADDQ(U32(32*chunks), s.doff)
+		return
+	}
+	ADDQ(U32(1024*chunks), s.vb)
 }
 
 // validInBlock returns min(n, 16) in a new register, 0 if n ≤ 0: the valid

@@ -24,13 +24,13 @@ import (
 
 func genTiledF16() {
 	genTiledScoresF16()
-	genTiledValuesF16(tiledZMM, 1)
-	genTiledValuesF16(tiledZMM, 2)
+	genTiledValues(tiledZMM, 1, true)
+	genTiledValues(tiledZMM, 2, true)
 }
 
 func genTiledF16AVX2() {
 	genTiledScoresF16YMM()
-	genTiledValuesF16(tiledYMM, 1)
+	genTiledValues(tiledYMM, 1, true)
 }
 
 // rowsOf16 addresses the 16 rows of a block from four bases (rows 0, 4, 8
@@ -63,16 +63,7 @@ func (r rowsOf16) set(src, off reg.GPVirtual) {
 
 // at addresses row p at byte disp.
 func (r rowsOf16) at(p, disp int) Mem {
-	b := r.b[p/4]
-	switch p % 4 {
-	case 1:
-		return Mem{Base: b, Index: r.rs, Scale: 1, Disp: disp}
-	case 2:
-		return Mem{Base: b, Index: r.rs, Scale: 2, Disp: disp}
-	case 3:
-		return Mem{Base: b, Index: r.rs3, Scale: 1, Disp: disp}
-	}
-	return Mem{Base: b, Disp: disp}
+	return strided{base: r.b[p/4], stride: r.rs, stride3: r.rs3}.at(p%4, disp)
 }
 
 // advance moves every row by n bytes.
@@ -101,132 +92,14 @@ func genTiledScoresF16() {
 	q, m := GP64(), GP64()
 	Load(Param("q"), q)
 	MOVQ(hd, m)
-	acc := make([]reg.VecVirtual, 16)
-	qz := ZMM()
-	VMOVUPS(Mem{Base: q}, qz)
-	for p := range 16 {
-		i := tiledAccFor(p)
-		acc[i] = ZMM()
-		k := ZMM()
-		VCVTPH2PS(rows.at(p, 0), k)
-		VMULPS(k, qz, acc[i])
-	}
-	DECQ(m)
-	JZ(LabelRef(name + "_reduce"))
-	Label(name + "_chunk")
-	ADDQ(U8(64), q)
-	rows.advance(32)
-	VMOVUPS(Mem{Base: q}, qz)
-	for p := range 16 {
-		k := ZMM()
-		VCVTPH2PS(rows.at(p, 0), k)
-		VFMADD231PS(k, qz, acc[tiledAccFor(p)])
-	}
-	DECQ(m)
-	JNZ(LabelRef(name + "_chunk"))
-	Label(name + "_reduce")
-	reduceScores(acc, sc, run, out, n)
-	ADDQ(U8(64), out)
-	ADDQ(U8(8), bases)
-	SUBQ(U8(16), n)
-	DECQ(nb)
-	JNZ(LabelRef(name + "_block"))
-	Store(hmax(run), ReturnIndex(0))
-	VZEROUPPER()
-	RET()
-}
-
-// genTiledValuesF16: tiledValues(2) on blocks of F16 rows in place, 64
-// elements (four chains of 16 lanes per row) at a time, then 16; with rows
-// = 2 (ZMM only) each row of V is converted once for both.
-func genTiledValuesF16(w tiledISA, rows int) {
-	name := "tiledValuesF16" + w.name
-	var acc []reg.GPVirtual
-	eArgs := []string{"e"}
-	if rows == 1 {
-		TEXT(name, NOSPLIT, "func(acc, e *float32, src *uint16, bases *int, n, hd int)")
-		Doc(name + " is tiledValues" + w.name + " over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:].")
-		Pragma("noescape")
-		acc = []reg.GPVirtual{loadGP("acc")}
-	} else {
-		name = "tiledValues2F16" + w.name
-		TEXT(name, NOSPLIT, "func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int)")
-		Doc(name + " is tiledValuesF16" + w.name + "(acc0, e0, src, bases, n, hd) and tiledValuesF16" + w.name + "(acc1, e1, src, bases, n, hd) at once.")
-		Pragma("noescape")
-		acc = []reg.GPVirtual{loadGP("acc0"), loadGP("acc1")}
-		eArgs = []string{"e0", "e1"}
-	}
-	hd := loadGP("hd")
-	rs := GP64()
-	MOVQ(hd, rs)
-	SHLQ(U8(1), rs) // bytes per row
-	SHRQ(U8(4), hd) // chunks of 16 left
-	doff := GP64()  // bytes into each row of the current chunks
-	XORQ(doff, doff)
-	step := func(label string, chunks int) {
-		Label(name + "_" + label)
-		CMPQ(hd, U8(chunks))
-		JL(LabelRef(name + "_" + label + "_end"))
-		regs := 16 * chunks / w.lanes
-		a := make([][]reg.VecVirtual, rows) // a[row][register]
-		for r := range a {
-			a[r] = make([]reg.VecVirtual, regs)
-			for i := range regs {
-				a[r][i] = w.vec()
-				VMOVUPS(Mem{Base: acc[r], Disp: 4 * w.lanes * i}, a[r][i])
-			}
-		}
-		ep := make([]reg.GPVirtual, rows)
-		for r := range rows {
-			ep[r] = loadGP(eArgs[r])
-		}
-		bp, k := loadGP("bases"), loadGP("n")
-		Label(name + "_" + label + "_block")
-		vp, j := GP64(), GP64()
-		Load(Param("src"), j)
-		MOVQ(Mem{Base: bp}, vp)
-		LEAQ(Mem{Base: j, Index: vp, Scale: 2}, vp)
-		ADDQ(doff, vp)
-		MOVQ(U32(16), j)
-		Label(name + "_" + label + "_pos")
-		wt := make([]reg.VecVirtual, rows)
-		for r := range rows {
-			wt[r] = w.vec()
-			VBROADCASTSS(Mem{Base: ep[r]}, wt[r])
-		}
-		for i := range regs {
-			v := w.vec()
-			VCVTPH2PS(Mem{Base: vp, Disp: 2 * w.lanes * i}, v)
-			for r := range rows {
-				VFMADD231PS(v, wt[r], a[r][i])
-			}
-		}
-		for r := range rows {
-			ADDQ(U8(4), ep[r])
-		}
-		ADDQ(rs, vp)
-		DECQ(k)
-		JZ(LabelRef(name + "_" + label + "_store"))
-		DECQ(j)
-		JNZ(LabelRef(name + "_" + label + "_pos"))
-		ADDQ(U8(8), bp)
-		JMP(LabelRef(name + "_" + label + "_block"))
-		Label(name + "_" + label + "_store")
-		for r := range rows {
-			for i := range regs {
-				VMOVUPS(a[r][i], Mem{Base: acc[r], Disp: 4 * w.lanes * i})
-			}
-			ADDQ(U32(64*chunks), acc[r])
-		}
-		ADDQ(U32(32*chunks), doff)
-		SUBQ(U8(chunks), hd)
-		JMP(LabelRef(name + "_" + label))
-		Label(name + "_" + label + "_end")
-	}
-	step("four", 4)
-	step("one", 1)
-	VZEROUPPER()
-	RET()
+	acc := blockChunks(name, q, m,
+		func(p int) Op {
+			k := ZMM()
+			VCVTPH2PS(rows.at(p, 0), k)
+			return k
+		},
+		func() { rows.advance(32) })
+	endScoresBlock(name, acc, sc, run, out, n, nb, func() { ADDQ(U8(8), bases) })
 }
 
 // genTiledScoresF16YMM: tiledScoresAVX2 on blocks of F16 rows in place:
@@ -257,70 +130,18 @@ func genTiledScoresF16YMM() {
 	q, m, kp := loadGP("q"), loadGP("hd"), GP64()
 	SHRQ(U8(4), m) // chunks of 16
 	MOVQ(row, kp)
-	at := func(p, disp int) Mem {
-		switch p {
-		case 1:
-			return Mem{Base: kp, Index: rs, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: kp, Index: rs, Scale: 2, Disp: disp}
-		case 3:
-			return Mem{Base: kp, Index: rs3, Scale: 1, Disp: disp}
-		}
-		return Mem{Base: kp, Disp: disp}
-	}
-	lo, hi := YMM(), YMM()
-	VMOVUPS(Mem{Base: q}, lo)
-	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
-	acc := make([]reg.VecVirtual, 8)
-	for p := range 4 {
-		kl, kh := YMM(), YMM()
-		VCVTPH2PS(at(p, 0), kl)
-		VCVTPH2PS(at(p, 16), kh)
-		acc[2*p], acc[2*p+1] = YMM(), YMM()
-		VMULPS(kl, lo, acc[2*p])
-		VMULPS(kh, hi, acc[2*p+1])
-	}
-	DECQ(m)
-	JZ(LabelRef(name + "_reduce"))
-	Label(name + "_chunk")
-	ADDQ(U8(64), q)
-	ADDQ(U8(32), kp)
-	VMOVUPS(Mem{Base: q}, lo)
-	VMOVUPS(Mem{Base: q, Disp: 32}, hi)
-	for p := range 4 {
-		kl, kh := YMM(), YMM()
-		VCVTPH2PS(at(p, 0), kl)
-		VCVTPH2PS(at(p, 16), kh)
-		VFMADD231PS(kl, lo, acc[2*p])
-		VFMADD231PS(kh, hi, acc[2*p+1])
-	}
-	DECQ(m)
-	JNZ(LabelRef(name + "_chunk"))
+	at := strided{base: kp, stride: rs, stride3: rs3}.at
+	acc := quadChunks(name, q, m,
+		func(p, half int) Op {
+			k := YMM()
+			VCVTPH2PS(at(p, 16*half), k)
+			return k
+		},
+		func() { ADDQ(U8(32), kp) })
 	Label(name + "_reduce")
-	for p := range 4 {
-		s := reduce16V(acc[2*p], acc[2*p+1])
-		VMULSS(sx, s, s)
-		VMOVSS(s, Mem{Base: out, Disp: 4 * p})
-	}
-	ADDQ(U8(16), out)
+	reduceQuad(acc, sx, out)
 	LEAQ(Mem{Base: row, Index: rs, Scale: 4}, row)
 	DECQ(quad)
 	JNZ(LabelRef(name + "_quad"))
-	// the block's valid scores (min(n, 16), none if n ≤ 0), one at a time
-	rem := validInBlock(n)
-	TESTQ(rem, rem)
-	JZ(LabelRef(name + "_max_done"))
-	Label(name + "_max")
-	VMAXSS(Mem{Base: out0}, mx, mx)
-	ADDQ(U8(4), out0)
-	DECQ(rem)
-	JNZ(LabelRef(name + "_max"))
-	Label(name + "_max_done")
-	ADDQ(U8(8), bases)
-	SUBQ(U8(16), n)
-	DECQ(nb)
-	JNZ(LabelRef(name + "_block"))
-	Store(mx, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	endQuadScores(name, n, nb, out0, mx, func() { ADDQ(U8(8), bases) })
 }
