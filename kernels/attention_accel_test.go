@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"pagoda/internal/hugemem"
 )
 
 // sameAttnCase builds a paged cache and a batch with the given head size
@@ -21,9 +19,9 @@ func sameAttnCase(r *rand.Rand, typ KVType, hd, heads, kvHeads, bs int, ctx, new
 	}
 	kv := &KVLayer{Type: typ, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd}
 	if typ == KVF32 {
-		kv.K32, kv.V32 = hugemem.Slice[float32](nblocks*bs*stride), hugemem.Slice[float32](nblocks*bs*stride)
+		kv.K32, kv.V32 = make([]float32, nblocks*bs*stride), make([]float32, nblocks*bs*stride)
 	} else {
-		kv.K16, kv.V16 = hugemem.Slice[uint16](nblocks*bs*stride), hugemem.Slice[uint16](nblocks*bs*stride)
+		kv.K16, kv.V16 = make([]uint16, nblocks*bs*stride), make([]uint16, nblocks*bs*stride)
 	}
 	perm := r.Perm(nblocks)
 	a := &Attention{Heads: heads, Scale: float32(1 / math.Sqrt(float64(hd))), QueryStart: []int32{0}}

@@ -75,7 +75,7 @@ func planMatmul(k *impl, act *actRows, dot func([]byte, *actRow) float32, dst []
 		case g.fast != nil:
 			// Whole full-width passes: a task of 24 rows on the paired
 			// kernels would take one pass of 16 and a half-width one of 8,
-			// as long as a pass of 16 (576×576 and 576×1536 Q4_1 at 32
+			// each as long as a pass of 16 (576×576 and 576×1536 Q4_1 at 32
 			// tokens, 2 threads: 5–7 % slower than 32-row tasks).
 			step := g.fast.rows
 			if g.pairs {

@@ -52,8 +52,8 @@ type KVCache struct {
 	BlockSize int
 	KVHeads   int
 	HeadDim   int
-	K32, V32  [][]float32 // (layer)(block, slot, kvHead, headDim), Type == KVF32
-	K16, V16  [][]uint16  // (layer)(block, slot, kvHead, headDim), Type != KVF32
+	K32, V32  [][]float32 // (layer)(block, kvHead, slot, headDim), Type == KVF32
+	K16, V16  [][]uint16  // (layer)(block, kvHead, slot, headDim), Type != KVF32
 }
 
 // NewKVCache allocates a zeroed cache, in ordinary pages: the kernel
