@@ -80,7 +80,8 @@ func WriteKV(l *KVLayer, slots []int32, k, v []float32) {
 // Attention is one paged attention call over a flat batch of n tokens from
 // several sequences. Sequence s owns tokens QueryStart[s] ≤ i <
 // QueryStart[s+1]; token i attends to positions 0..Positions[i] of its own
-// sequence, found through BlockTables[s] (position p lives in slot
+// sequence (from Positions[i]−Window+1 with a Window), found through
+// BlockTables[s] (position p lives in slot
 // BlockTables[s][p/BlockSize]·BlockSize + p%BlockSize). Those K/V rows must
 // already be written (WriteKV), including the batch's own tokens. Query
 // head h reads KV head h/(Heads/KVHeads).
@@ -92,7 +93,14 @@ type Attention struct {
 	BlockTables [][]int32 // (numSeqs, blocks) physical block ids
 	Heads       int
 	Scale       float32 // score scale, usually 1/sqrt(HeadDim)
-	Mode        AttnMode
+	// Window, when positive, is a sliding window: token i attends only to
+	// positions Positions[i]−Window < p ≤ Positions[i] (llama.cpp's
+	// LLAMA_SWA_TYPE_STANDARD, Gemma's local layers). Block table entries
+	// of blocks wholly before the window of a tile's first token are
+	// never read (a block manager may have freed them). 0 is full causal
+	// attention.
+	Window int
+	Mode   AttnMode
 	// Tiles is the number of query tiles (AttnTile tokens of one sequence)
 	// the call's work is laid out for: a captured plan's worst case for its
 	// bucket (bucket.MaxTiles), so that every step of the bucket runs the

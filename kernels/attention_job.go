@@ -39,26 +39,52 @@ func (j *attentionJob) run(worker, task int) {
 		ctx = max(ctx, int(a.Positions[i])+1)
 	}
 	// The tile's tokens share one sequence, so one offset table (for its
-	// longest context) serves them all: token i reads its prefix.
-	all := j.offsets(ws, a.BlockTables[tl.seq], ctx, h)
+	// longest context) serves them all: token i reads its prefix, from its
+	// window's first position ws.lo.
+	all := j.offsets(ws, a.BlockTables[tl.seq], j.tileFrom(tl), ctx, h)
 	for i := int(tl.first); i < int(tl.end); i++ {
 		ws.offs = all[:a.Positions[i]+1]
+		ws.lo = a.windowStart(a.Positions[i])
 		j.token(ws, i, h)
 	}
-	ws.offs = all
+	ws.offs, ws.lo = all, 0
+}
+
+// windowStart is the first position a token at pos attends to.
+func (a *Attention) windowStart(pos int32) int {
+	if a.Window <= 0 {
+		return 0
+	}
+	return max(0, int(pos)-a.Window+1)
+}
+
+// tileFrom is the first position any token of tl attends to (its first
+// token's window start: positions grow within a sequence's tokens).
+func (j *attentionJob) tileFrom(tl attnTile) int {
+	return j.a.windowStart(j.a.Positions[tl.first])
 }
 
 // offsets sets ws.offs to the cache offsets of positions 0..ctx−1 of the
-// sequence with block table table, for query head h, and returns them. It
-// panics on a block id outside the cache, so that every row [off,
-// off+HeadDim) lies within K and V: the accelerated kernels rely on it.
-func (j *attentionJob) offsets(ws *workerScratch, table []int32, ctx, h int) []int {
+// sequence with block table table, for query head h, and returns them.
+// Positions in blocks wholly before from (outside every window of the
+// tile) get the offset of position from, a row that exists: the table's
+// entries of those blocks are not read. It panics on a block id outside the
+// cache, so that every row [off, off+HeadDim) lies within K and V: the
+// accelerated kernels rely on it.
+func (j *attentionJob) offsets(ws *workerScratch, table []int32, from, ctx, h int) []int {
 	kv := j.kv
 	hd, bs := kv.HeadDim, kv.BlockSize
 	g := h / (j.a.Heads / kv.KVHeads)
 	blocks := kv.Slots() / bs
 	ws.offs = grow(ws.offs, ctx)
-	for p, b := 0, 0; p < ctx; b++ {
+	from = min(from, ctx-1)
+	first := from / bs * bs
+	defer func() {
+		for p := range first {
+			ws.offs[p] = ws.offs[from]
+		}
+	}()
+	for p, b := first, first/bs; p < ctx; b++ {
 		if uint(table[b]) >= uint(blocks) { // every row read lies in the cache
 			panic(fmt.Sprintf("kernels: block %d of a table is %d, outside the cache's %d blocks", b, table[b], blocks))
 		}
@@ -144,7 +170,8 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 		clear(ws.acc)
 	}
 	m, sum := float32(math.Inf(-1)), float32(0)
-	for _, off := range ws.offs {
+	for _, off := range ws.offs[ws.lo:] { // ggml skips masked (−∞) positions
+
 		var s float32
 		if j.kv.Type == KVF32 {
 			ws.k16 = j.toF16(ws.k16, j.kv.K32[off:off+hd])
@@ -212,6 +239,9 @@ func (j *attentionJob) matmul(ws *workerScratch, q, out []float32) {
 		for p, off := range ws.offs {
 			sc[p] = j.score(q, off) * j.a.Scale
 		}
+	}
+	for p := range ws.lo { // outside the window: ggml's mask adds −∞
+		sc[p] = float32(math.Inf(-1))
 	}
 	m := float32(math.Inf(-1))
 	for _, s := range sc[:ctx] {

@@ -82,8 +82,13 @@ func (c *attnCase) reference(s, pos, tok, h int) []float64 {
 	stride, kvh := c.kvHeads*c.hd, h/(c.heads/c.kvHeads)
 	q := c.att.Q[(tok*c.heads+h)*c.hd:][:c.hd]
 	scores := make([]float64, pos+1)
+	lo := c.att.windowStart(int32(pos))
 	mx := math.Inf(-1)
 	for j := range scores {
+		if j < lo {
+			scores[j] = math.Inf(-1) // outside the sliding window
+			continue
+		}
 		for d := range c.hd {
 			qd := round(q[d])
 			if c.att.Mode == AttnTiled {
@@ -216,6 +221,7 @@ func checkInvariance(t *testing.T, k *impl, c *attnCase) {
 			Q: c.att.Q[q0*row : q1*row], Out: make([]float32, (q1-q0)*row),
 			Positions: c.att.Positions[q0:q1], QueryStart: []int32{0, int32(q1 - q0)},
 			BlockTables: c.tables[s : s+1], Heads: c.heads, Scale: c.att.Scale, Mode: c.att.Mode,
+			Window: c.att.Window,
 		}
 		p1.Attention(&alone, c.kv)
 		for i, v := range alone.Out {
@@ -224,6 +230,44 @@ func checkInvariance(t *testing.T, k *impl, c *attnCase) {
 			}
 		}
 	}
+}
+
+// TestAttentionWindow: with a sliding window every mode matches the dense
+// reference restricted to the window, stays batch-invariant, and never
+// reads the block table entries of blocks wholly before the window of a
+// tile's first token (they hold ids outside the cache here, which would
+// panic).
+func TestAttentionWindow(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, k *impl) {
+		p := newPool(3, k)
+		defer p.Close()
+		for _, mode := range []AttnMode{AttnFlash, AttnMatMul, AttnTiled} {
+			for _, typ := range []KVType{KVF32, KVF16, KVBF16} {
+				for _, bs := range []int{1, 4, 16} {
+					for _, window := range []int{1, 40} {
+						t.Run(fmt.Sprintf("mode%d/kv%d/bs%d/w%d", mode, typ, bs, window), func(t *testing.T) {
+							c := newAttnCaseHeads(newRand(12), typ, bs, 4, 2, 32,
+								[]int{1, 37, 90, 9, 70}, []int{1, 5, 1, 9, 20})
+							c.att.Mode, c.att.Window = mode, window
+							for s, table := range c.tables {
+								first := int(c.att.Positions[c.att.QueryStart[s]])
+								from := c.att.windowStart(int32(first))
+								for b := range table {
+									if (b+1)*bs <= from {
+										table[b] = 1 << 30
+									}
+								}
+							}
+							checkDense(t, p, c)
+							if typ == KVF16 && bs == 16 {
+								checkInvariance(t, k, c)
+							}
+						})
+					}
+				}
+			}
+		}
+	})
 }
 
 func TestWriteKV(t *testing.T) {

@@ -179,17 +179,20 @@ func (j *attentionJob) tiled(ws *workerScratch, tl attnTile, h0, h1 int) {
 	for i := tl.first; i < tl.end; i++ {
 		ctx = max(ctx, int(a.Positions[i])+1)
 	}
-	offs := j.offsets(ws, a.BlockTables[tl.seq], ctx, h0)
+	from := j.tileFrom(tl)
+	offs := j.offsets(ws, a.BlockTables[tl.seq], from, ctx, h0)
 	rows := int(tl.end-tl.first) * heads
 	per := max(1, tiledScratch/pad16(ctx))
 	for r0 := 0; r0 < rows; r0 += per {
-		j.tiledRows(ws, tiledRows{first: int(tl.first), h0: h0, heads: heads, r0: r0, r1: min(r0+per, rows)}, offs)
+		j.tiledRows(ws, tiledRows{first: int(tl.first), h0: h0, heads: heads, r0: r0, r1: min(r0+per, rows),
+			from: from &^ 15}, offs)
 	}
 }
 
 // tiledRows is a group of a task's rows: row r (r0 ≤ r < r1) is token
-// first + r/heads, query head h0 + r%heads.
-type tiledRows struct{ first, h0, heads, r0, r1 int }
+// first + r/heads, query head h0 + r%heads. Positions before from (a
+// multiple of 16, at or before every row's window start) are not read.
+type tiledRows struct{ first, h0, heads, r0, r1, from int }
 
 // at returns the offset of row r's vector in Q and Out.
 func (g tiledRows) at(a *Attention, r, hd int) int {
@@ -256,9 +259,10 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		}
 		return ws.bases[:n]
 	}
-	ahead(0)
-	for b := 0; b < ctx; b += chunk {
-		ahead(b/chunk + 1)
+	b0 := g.from
+	ahead(b0 / chunk)
+	for b := b0; b < ctx; b += chunk {
+		ahead((b+chunk-1)/chunk + 1)
 		var bs []int
 		if f16 != nil {
 			bs = bases(b)
@@ -283,15 +287,27 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 	}
 	for r := range rows {
 		c := ctxOf(r)
-		sc := ws.scores[r*width:][:pad16(c)]
-		for p := c; p < len(sc); p++ {
+		sc := ws.scores[r*width+b0 : r*width+pad16(c)]
+		for p := c - b0; p < len(sc); p++ {
 			sc[p] = float32(math.Inf(-1))
+		}
+		if lo := a.windowStart(int32(c-1)) - b0; lo > 0 { // outside the window
+			mx[r] = float32(math.Inf(-1))
+			for p := range sc[:c-b0] {
+				if p < lo {
+					sc[p] = float32(math.Inf(-1))
+				}
+				mx[r] = max(mx[r], sc[p])
+			}
 		}
 		inv[r] = float32(1 / j.k.softmaxExp(sc, mx[r]))
 	}
 	clear(acc)
-	for b := 0; b < ctx; b += chunk {
-		ahead(chunks + b/chunk + 1)
+	if b0 > 0 {
+		ahead(chunks + b0/chunk) // the K loop's last hint was of V's first chunk
+	}
+	for b := b0; b < ctx; b += chunk {
+		ahead(chunks + (b+chunk-1)/chunk + 1)
 		var bs []int
 		if f16 != nil {
 			bs = bases(b)

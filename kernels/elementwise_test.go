@@ -131,3 +131,30 @@ func TestElementwisePanicsOnLength(t *testing.T) {
 		})
 	}
 }
+
+// TestGeGLU: the table GELU agrees with the formula in float64 to half
+// precision, saturates as ggml's does outside ±10, and multiplies by up.
+func TestGeGLU(t *testing.T) {
+	gelu := func(x float64) float64 {
+		return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+	}
+	xs := []float32{-12, -10, -9.99, -3, -1, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 2.5, 9.99, 10, 30}
+	up := make([]float32, len(xs))
+	for i := range up {
+		up[i] = float32(i) - 3.5
+	}
+	dst := make([]float32, len(xs))
+	GeGLU(dst, xs, up)
+	for i, x := range xs {
+		want := gelu(float64(x)) * float64(up[i])
+		switch {
+		case x <= -10:
+			want = 0
+		case x >= 10:
+			want = float64(x) * float64(up[i])
+		}
+		if math.Abs(float64(dst[i])-want) > 2e-3*math.Abs(want)+1e-3*math.Abs(float64(up[i])) {
+			t.Errorf("gelu(%v)·%v = %v, want %v", x, up[i], dst[i], want)
+		}
+	}
+}

@@ -2,13 +2,14 @@ package kernels
 
 import "fmt"
 
-// MLP is a Llama feed-forward block's weights: Down·(silu(Gate·h) ⊙ Up·h),
+// MLP is a gated feed-forward block's weights: Down·(act(Gate·h) ⊙ Up·h),
 // h = RMSNorm(x)·Norm (vLLM's LlamaMLP with its post-attention norm:
-// gate_up_proj, SiluAndMul, down_proj).
+// gate_up_proj, SiluAndMul or GeluAndMul, down_proj).
 type MLP struct {
 	Norm           []float32 // (Gate.Cols) RMSNorm weight
 	Eps            float32
 	Gate, Up, Down Weight // Gate, Up (hidden, dim); Down (dim, hidden)
+	Act            GLU    // the gate's activation; the zero value is SwiGLU
 }
 
 // MLPBuffers are the activations of one MLP call, n tokens. Dst may be
@@ -26,7 +27,7 @@ type MLPBuffers struct {
 // and the conversion of its rows for the gate and up weights (on the
 // caller for a few tokens, else a phase); the gate and up products by
 // blocks of hidden units, each task applying SwiGLU to the units it
-// computed and converting them for Down (a phase of its own for the
+// computed (or m.Act's GeGLU) and converting them for Down (a phase of its own for the
 // K-quants' records and unknown formats); the down product. Results are
 // bit-identical to RMSNorm,
 // MatMulN of Gate and Up, SwiGLU on rows of Gate.Rows, and MatMul of Down,
@@ -58,6 +59,7 @@ func (p *Pool) MLP(m *MLP, b *MLPBuffers, n int) {
 	}
 	p.addConvert(0, true, owners[:nown], n, b.X, b.Normed, m.Norm, m.Eps)
 	f.glu = newGLUJob(k, gate, up, down, n)
+	f.glu.act = m.Act
 	f.subs = grow(f.subs, p.threads)
 	f.glu.subs = f.subs
 	f.phased.add(&f.glu, f.glu.tasks())
@@ -97,6 +99,7 @@ type gluJob struct {
 	rows           int // hidden units per task, a multiple of gluAlign
 	acts           int // tokens per task, 0 for all n
 	epilogue       bool
+	act            GLU
 	subs           []actRow // (workers) scratch row views
 }
 
@@ -149,7 +152,7 @@ func (g *gluJob) run(worker, task int) {
 	g.up.compute(r0, r1, t0, t1)
 	for t := t0; t < t1; t++ {
 		row := g.gate.dst[t*hidden:]
-		g.k.swiGLU(row[r0:r1], row[r0:r1], g.up.dst[t*hidden+r0:t*hidden+r1])
+		g.k.glu(g.act, row[r0:r1], row[r0:r1], g.up.dst[t*hidden+r0:t*hidden+r1])
 	}
 	if g.epilogue {
 		g.down.convertCols(&g.subs[worker], t0, t1, r0, r1)

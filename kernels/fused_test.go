@@ -140,7 +140,7 @@ func mlpReference(k *impl, m *MLP, x []float32, n int) (normed, out []float32) {
 	gate, up := make([]float32, n*hidden), make([]float32, n*hidden)
 	ref.MatMulN([]MatMulOut{{gate, m.Gate}, {up, m.Up}}, normed, n)
 	for t := range n {
-		k.swiGLU(gate[t*hidden:(t+1)*hidden], gate[t*hidden:(t+1)*hidden], up[t*hidden:(t+1)*hidden])
+		k.glu(m.Act, gate[t*hidden:(t+1)*hidden], gate[t*hidden:(t+1)*hidden], up[t*hidden:(t+1)*hidden])
 	}
 	out = make([]float32, n*m.Down.Rows)
 	ref.MatMul(out, m.Down, gate, n)
@@ -152,13 +152,15 @@ func newMLPBuffers(m *MLP, x []float32, n int) *MLPBuffers {
 		Gate: nanVec(n * m.Gate.Rows), Up: nanVec(n * m.Up.Rows)}
 }
 
-// TestMLP: Pool.MLP equals RMSNorm, MatMulN of gate and up, SwiGLU and the
-// down MatMul bit for bit, for every implementation, 1 to 3 threads.
+// TestMLP: Pool.MLP equals RMSNorm, MatMulN of gate and up, SwiGLU (GeGLU
+// in every other case) and the down MatMul bit for bit, for every
+// implementation, 1 to 3 threads.
 func TestMLP(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, k *impl) {
 		r := newRand(43)
-		for _, c := range mlpCases {
+		for i, c := range mlpCases {
 			m := newMLP(t, r, k, c)
+			m.Act = GLU(i % 2)
 			for _, n := range fusedTokens() {
 				x := randVec(r, n*c.dim, 1)
 				normed, want := mlpReference(k, m, x, n)

@@ -56,6 +56,7 @@ type job interface {
 // workerScratch is owned by one worker.
 type workerScratch struct {
 	offs   []int           // (context) offset of each position's K/V row
+	lo     int             // the current token's first attended position (its window's start)
 	q      []float32       // (headDim) query rounded to the cache's precision
 	scores []float32       // (context rounded up to 16) AttnMatMul probabilities
 	lanes  []float32       // (64, headDim) AttnMatMul value accumulators, lane p mod 64
