@@ -61,3 +61,11 @@ func checkLen(op string, n int, others ...int) {
 		}
 	}
 }
+
+// Scale multiplies x by s elementwise, one rounding per element (ggml's
+// ggml_scale: ggml_vec_scale_f32).
+func Scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}

@@ -31,7 +31,7 @@ func BenchmarkSmolLM2Arithmetic(b *testing.B) {
 		}
 		kvs[i] = kv
 		for s := range 32 { // 32 sequences of 127 cached tokens
-			if err := ms[i].Forward(seqBatch(s, 0, 127, s*8), kv, make([]float32, ms[i].cfg.VocabSize)); err != nil {
+			if err := ms[i].Forward(seqBatch(s, 0, 127, s*8), kv, make([]float32, ms[i].Config().VocabSize)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -51,7 +51,7 @@ func BenchmarkSmolLM2Arithmetic(b *testing.B) {
 	for b.Loop() {
 		for j, st := range steps {
 			for i, m := range ms {
-				logits := make([]float32, len(st.batch.LogitIndices)*m.cfg.VocabSize)
+				logits := make([]float32, len(st.batch.LogitIndices)*m.Config().VocabSize)
 				t0 := threadCPU()
 				if err := m.Forward(st.batch, kvs[i], logits); err != nil {
 					b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"pagoda/internal/testmodel"
 	"pagoda/kernels"
 	"pagoda/model"
+	"pagoda/model/nn"
 )
 
 // TestBatchInvariance runs three sequences — a full prefill, a prefill
@@ -99,7 +100,7 @@ func cachedSeqs(t *testing.T, m *Model, bs int, tokens [][]int32, cached []int) 
 }
 
 // TestForwardRejectsBadBatches: every malformed batch yields an error
-// wrapping ErrBadBatch, never a panic.
+// wrapping nn.ErrBadBatch, never a panic.
 func TestForwardRejectsBadBatches(t *testing.T) {
 	m := defaultTinyModel(t)
 	kv, err := m.NewKVCache(4, 4, model.KVF32)
@@ -123,8 +124,8 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 			b := good()
 			c.mutate(b)
 			err := m.Forward(b, kv, make([]float32, c.logits))
-			if !errors.Is(err, ErrBadBatch) {
-				t.Fatalf("Forward = %v, want ErrBadBatch", err)
+			if !errors.Is(err, nn.ErrBadBatch) {
+				t.Fatalf("Forward = %v, want nn.ErrBadBatch", err)
 			}
 		})
 	}
@@ -133,8 +134,8 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Forward(good(), other, make([]float32, vocab)); !errors.Is(err, ErrBadBatch) {
-			t.Fatalf("Forward = %v, want ErrBadBatch", err)
+		if err := m.Forward(good(), other, make([]float32, vocab)); !errors.Is(err, nn.ErrBadBatch) {
+			t.Fatalf("Forward = %v, want nn.ErrBadBatch", err)
 		}
 	})
 }

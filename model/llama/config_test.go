@@ -8,6 +8,7 @@ import (
 
 	"pagoda/gguf"
 	"pagoda/model"
+	"pagoda/model/nn"
 )
 
 func TestRegistered(t *testing.T) {
@@ -80,7 +81,7 @@ func TestRopeScalingConfig(t *testing.T) {
 			if cfg.Rope.Scaling != c.scaling {
 				t.Fatalf("scaling %q, want %q", cfg.Rope.Scaling, c.scaling)
 			}
-			rc := ropeConfig(cfg.Rope, nil)
+			rc := nn.RopeConfig(cfg.Rope, nil)
 			if rc.FreqScale != c.freqScale || rc.ExtFactor != c.extFactor || (rc.FreqFactors != nil) != c.hasFactors {
 				t.Fatalf("kernel config %+v", rc)
 			}
@@ -98,7 +99,7 @@ func TestRopeScalingConfig(t *testing.T) {
 // between that is monotone.
 func TestLlama3Factors(t *testing.T) {
 	r := model.Rope{Dim: 128, FreqBase: 500000, Factor: 8, OrigCtx: 8192, LowFreqFactor: 1, HighFreqFactor: 4}
-	ff := llama3Factors(r)
+	ff := nn.Llama3Factors(r)
 	if ff[0] != 1 || ff[len(ff)-1] != 8 {
 		t.Fatalf("factors start %v end %v, want 1 and 8", ff[0], ff[len(ff)-1])
 	}

@@ -14,11 +14,11 @@ import (
 func TestDecodeStepPoolJobs(t *testing.T) {
 	m, kv, b, logits := tinyDecodeStep(t, 0)
 	layers := m.Config().Layers
-	before := m.pool.Jobs()
+	before := m.Jobs()
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.pool.Jobs()-before, uint64(3*layers+1); got != want {
+	if got, want := m.Jobs()-before, uint64(3*layers+1); got != want {
 		t.Fatalf("a decode step of %d layers ran %d pool jobs, want %d", layers, got, want)
 	}
 	b = &model.Batch{
@@ -26,11 +26,11 @@ func TestDecodeStepPoolJobs(t *testing.T) {
 		QueryStart: []int32{0, 3}, ContextLens: []int32{4}, BlockTables: [][]int32{{0}},
 		LogitIndices: []int32{2},
 	}
-	before = m.pool.Jobs()
+	before = m.Jobs()
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.pool.Jobs()-before, uint64(3*layers+2); got != want {
+	if got, want := m.Jobs()-before, uint64(3*layers+2); got != want {
 		t.Fatalf("a prefill of %d layers ran %d pool jobs, want %d", layers, got, want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"pagoda/gguf"
 	"pagoda/internal/testmodel"
-	"pagoda/kernels"
 	"pagoda/model"
 	"pagoda/model/synth"
 )
@@ -27,18 +26,21 @@ func TestRepackChoosesLlamaCppTensors(t *testing.T) {
 			opt.Threads = 2
 			m := openModel(t, path, opt)
 			noRepack, fast := opt.NoRepack, !opt.ExactArithmetic && !opt.NoRepack
-			for _, l := range m.layers {
-				for _, w := range []kernels.Weight{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down} {
-					if w.Repacked() == noRepack {
-						t.Fatalf("tied %v, NoRepack %v: a layer matrix has Repacked() = %v", tied, noRepack, w.Repacked())
+			for _, w := range m.Matrices() {
+				switch w.Name {
+				case "output":
+					if want := (!tied || fast) && !noRepack; w.W.Repacked() != want {
+						t.Errorf("tied %v, NoRepack %v: output Repacked() = %v, want %v", tied, noRepack, w.W.Repacked(), want)
+					}
+				case "token_embd":
+					if w.W.Repacked() {
+						t.Errorf("tied %v: token embeddings repacked", tied)
+					}
+				default:
+					if w.W.Repacked() == noRepack {
+						t.Fatalf("tied %v, NoRepack %v: matrix %s has Repacked() = %v", tied, noRepack, w.Name, w.W.Repacked())
 					}
 				}
-			}
-			if want := (!tied || fast) && !noRepack; m.output.Repacked() != want {
-				t.Errorf("tied %v, NoRepack %v: output Repacked() = %v, want %v", tied, noRepack, m.output.Repacked(), want)
-			}
-			if m.embd.Repacked() {
-				t.Errorf("tied %v: token embeddings repacked", tied)
 			}
 			logits[i] = prefillLogits(t, m, []int32{1, 17, 42, 99, 7})
 		}
@@ -68,7 +70,7 @@ func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
 		b.Positions = append(b.Positions, p)
 		b.SlotMapping = append(b.SlotMapping, p)
 	}
-	logits := make([]float32, m.cfg.VocabSize)
+	logits := make([]float32, m.Config().VocabSize)
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)
 	}

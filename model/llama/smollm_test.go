@@ -140,7 +140,7 @@ func forcedLogprobs(t *testing.T, m *Model, c refCase) [][]float64 {
 			b.LogitIndices = append(b.LogitIndices, p)
 		}
 	}
-	v := m.cfg.VocabSize
+	v := m.Config().VocabSize
 	logits := make([]float32, len(b.LogitIndices)*v)
 	if err := m.Forward(b, kv, logits); err != nil {
 		t.Fatal(err)

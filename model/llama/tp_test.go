@@ -113,7 +113,7 @@ func tpGreedy(t *testing.T, ms []*Model, prompt []int32, steps int) ([]int32, []
 			d := newDecoder(m, kv, &blockAlloc{total: 64}, prompt)
 			for range steps {
 				lp := d.next(t)
-				id := shareToken(m.sh.tp, argmax(lp))
+				id := shareToken(m.Reducer(), argmax(lp))
 				if r == 0 {
 					ids, rows = append(ids, id), append(rows, lp)
 				}
@@ -145,8 +145,8 @@ func openTP(t *testing.T, path string, n int, opt Options) []*Model {
 func checkTP(t *testing.T, path string, n int, opt Options, prompts [][]int32, steps int, bound float64) {
 	one := openModel(t, path, opt)
 	two := openTP(t, path, n, opt)
-	if c := two[n-1].lc; c.KVHeads*n != one.cfg.KVHeads || c.Heads*n != one.cfg.Heads {
-		t.Fatalf("rank 1 holds %d heads / %d KV heads of %d / %d", c.Heads, c.KVHeads, one.cfg.Heads, one.cfg.KVHeads)
+	if c := two[n-1].LocalConfig(); c.KVHeads*n != one.Config().KVHeads || c.Heads*n != one.Config().Heads {
+		t.Fatalf("rank 1 holds %d heads / %d KV heads of %d / %d", c.Heads, c.KVHeads, one.Config().Heads, one.Config().KVHeads)
 	}
 	worst := 0.0
 	for _, p := range prompts {

@@ -1,4 +1,4 @@
-package llama
+package nn
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func (sh *shard) start(x []float32) (model.Request, error) {
 	sh.times.Comm += time.Since(t)
 	sh.times.AllReduces++
 	if err != nil {
-		return nil, fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
+		return nil, fmt.Errorf("tensor-parallel all-reduce: %w", err)
 	}
 	sh.inflight++
 	return r, nil
@@ -55,7 +55,7 @@ func (sh *shard) wait(r model.Request) error {
 	sh.times.Wait += time.Since(t)
 	sh.inflight--
 	if err != nil {
-		return fmt.Errorf("llama: tensor-parallel all-reduce: %w", err)
+		return fmt.Errorf("tensor-parallel all-reduce: %w", err)
 	}
 	return nil
 }
@@ -81,51 +81,14 @@ func (sh *shard) logits() bool { return sh.rank == 0 }
 // shape: Heads, KVHeads and HiddenDim divided by n, the rest unchanged.
 func localConfig(c model.Config, n int) (model.Config, error) {
 	if c.Heads%n != 0 || c.KVHeads%n != 0 {
-		return c, fmt.Errorf("llama: tensor parallelism over %d ranks needs the query heads (%d) and the KV heads (%d) to be divisible by %d",
+		return c, fmt.Errorf("tensor parallelism over %d ranks needs the query heads (%d) and the KV heads (%d) to be divisible by %d",
 			n, c.Heads, c.KVHeads, n)
 	}
 	if c.HiddenDim%n != 0 {
-		return c, fmt.Errorf("llama: tensor parallelism over %d ranks needs the feed-forward length (%d) to be divisible by %d", n, c.HiddenDim, n)
+		return c, fmt.Errorf("tensor parallelism over %d ranks needs the feed-forward length (%d) to be divisible by %d", n, c.HiddenDim, n)
 	}
 	c.Heads, c.KVHeads, c.HiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n
 	return c, nil
-}
-
-// split replaces every layer's matrices (and biases) by rank r's shard of
-// them. Column-parallel shards are views of the file mapping (rows are
-// contiguous); row-parallel shards are heap copies of the rank's columns,
-// which must start and end on quantization block boundaries.
-func (m *Model) split(r, n int) error {
-	for i := range m.layers {
-		l := &m.layers[i]
-		for _, w := range []*kernels.Weight{&l.wq, &l.wk, &l.wv, &l.gate, &l.up} {
-			*w = rowsOf(*w, r, n)
-		}
-		for _, b := range []*[]float32{&l.bq, &l.bk, &l.bv} {
-			if *b != nil {
-				k := len(*b) / n
-				*b = (*b)[r*k : (r+1)*k]
-			}
-		}
-		for _, p := range []struct {
-			w    *kernels.Weight
-			name string
-		}{{&l.wo, "attn_output"}, {&l.down, "ffn_down"}} {
-			w, err := colsOf(*p.w, r, n)
-			if err != nil {
-				return fmt.Errorf("llama: tensor blk.%d.%s.weight: %w", i, p.name, err)
-			}
-			*p.w = w
-		}
-	}
-	return nil
-}
-
-// rowsOf returns rows [r·R/n, (r+1)·R/n) of w (R divisible by n), a view.
-func rowsOf(w kernels.Weight, r, n int) kernels.Weight {
-	rb := len(w.Data) / w.Rows
-	k := w.Rows / n
-	return kernels.Weight{Type: w.Type, Data: w.Data[r*k*rb : (r+1)*k*rb], Rows: k, Cols: w.Cols}
 }
 
 // colsOf returns columns [r·C/n, (r+1)·C/n) of w as a new matrix. The

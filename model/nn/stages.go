@@ -1,4 +1,4 @@
-package llama
+package nn
 
 import (
 	"math"
@@ -11,13 +11,14 @@ import (
 // each ending in the all-reduce tensor parallelism needs (none with one
 // rank) and starting by settling the previous one:
 //
-//	attnStage: settle; RMSNorm → Q/K/V → RoPE → cache write → attention →
-//	           Wo (partial sum) → start its all-reduce
-//	mlpStage:  settle (x += Σ Wo·att); RMSNorm → gate/up → SwiGLU →
-//	           down (partial sum, one pool job) → start its all-reduce
+//	attnStage: settle; RMSNorm → Q/K/V → q/k norms → RoPE → cache write →
+//	           attention → O (partial sum) → start its all-reduce
+//	mlpStage:  settle (x += PostAttnNorm?(Σ O·att)); RMSNorm → gate/up →
+//	           GLU → down (partial sum, one pool job) → start its all-reduce
 //
 // and settle waits for the micro-batch's all-reduce in flight and adds the
-// sum into its residual stream. run takes every micro-batch through one
+// sum (normalised by the block's post-norm, if it has one) into its
+// residual stream. run takes every micro-batch through one
 // stage before the next stage: with two micro-batches A and B,
 //
 //	A.attn(l)  B.attn(l)  A.mlp(l)  B.mlp(l)  A.attn(l+1) …
@@ -45,6 +46,7 @@ type ubatch struct {
 	pend model.Request // the all-reduce of sum in flight (nil with one rank)
 	sum  []float32     // the partial sum being reduced, added to add when settled
 	add  []float32     // nil: nothing to settle
+	post []float32     // RMSNorm weight applied to sum before the add, or nil
 }
 
 // run takes the micro-batches through every layer, stage by stage (see
@@ -80,23 +82,29 @@ func (m *Model) run(us []ubatch, kv *model.KVCache) error {
 	return nil
 }
 
-// begin sizes u's scratch and embeds its tokens.
+// begin sizes u's scratch and embeds its tokens (scaled by the model's
+// embedding scale), and computes every RoPE's angles at their positions.
 func (m *Model) begin(u *ubatch, kv *model.KVCache) {
 	c, s, b := &m.lc, u.s, u.b
 	n := len(b.Tokens)
-	s.size(*c, n, len(b.LogitIndices))
+	s.size(*c, len(m.ropes), n, len(b.LogitIndices))
 	s.layerViews(kv)
 	for i, tok := range b.Tokens {
-		kernels.DequantizeRow(s.x[i*c.Dim:(i+1)*c.Dim], m.embd, int(tok))
+		row := s.x[i*c.Dim : (i+1)*c.Dim]
+		kernels.DequantizeRow(row, m.embd, int(tok))
+		if m.scale != 0 {
+			kernels.Scale(row, m.scale)
+		}
 	}
 	half := c.Rope.Dim / 2
-	for i, pos := range b.Positions {
-		m.rope.Angles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], pos)
+	for r, rope := range m.ropes {
+		for i, pos := range b.Positions {
+			rope.Angles(s.cos[r][i*half:(i+1)*half], s.sin[r][i*half:(i+1)*half], pos)
+		}
 	}
 	s.attn = kernels.Attention{
 		Q: s.q, Out: s.att, Positions: b.Positions, QueryStart: b.QueryStart, BlockTables: b.BlockTables,
-		Heads: c.Heads, Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), Mode: m.opt.Attention,
-		Tiles: b.AttnTiles,
+		Heads: c.Heads, Mode: m.opt.Attention, Tiles: b.AttnTiles,
 	}
 	u.x, u.rows = s.x, n
 }
@@ -110,7 +118,8 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 	if err := m.settle(u); err != nil {
 		return err
 	}
-	c, s, ly := &m.lc, u.s, &m.layers[l]
+	s, ly := u.s, &m.layers[l]
+	c := &m.lc
 	n := len(u.b.Tokens)
 	gather := l == len(m.layers)-1 && !everyRow(u.b.LogitIndices, n)
 	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n, !gather)
@@ -122,9 +131,9 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 	}
 	xb := s.xb[:u.rows*c.Dim]
 	if gather {
-		m.pool.MatMul(xb, ly.wo, s.ga[:u.rows*c.Heads*c.HeadDim], u.rows)
+		m.pool.MatMul(xb, ly.Attn.O.W, s.ga[:u.rows*c.Heads*c.HeadDim], u.rows)
 	}
-	return m.send(u, xb)
+	return m.send(u, xb, ly.PostAttnNorm)
 }
 
 // mlpStage adds the attention output to u's residual rows and runs the
@@ -142,20 +151,22 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 	nr := u.rows
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
-	s.mlp = kernels.MLP{Norm: ly.ffnNorm, Eps: c.RMSEps, Gate: ly.gate, Up: ly.up, Down: ly.down}
+	f := &ly.FFN
+	s.mlp = kernels.MLP{Norm: ly.FFNNorm, Eps: c.RMSEps, Gate: f.Gate.W, Up: f.Up.W, Down: f.Down.W, Act: f.Act}
 	s.mlpb = kernels.MLPBuffers{Dst: xb, X: u.x[:d], Normed: xb, Gate: s.gate[:h], Up: s.up[:h]}
 	m.pool.MLP(&s.mlp, &s.mlpb, nr)
-	return m.send(u, xb)
+	return m.send(u, xb, ly.PostFFNNorm)
 }
 
 // send starts the all-reduce of u's partial sum xb (this rank's share of
-// the block output), to be added to u's residual rows when settled.
-func (m *Model) send(u *ubatch, xb []float32) error {
+// the block output), to be added to u's residual rows when settled, after
+// an RMSNorm by post when it is not nil.
+func (m *Model) send(u *ubatch, xb, post []float32) error {
 	req, err := m.sh.start(xb)
 	if err != nil {
 		return err
 	}
-	u.pend, u.sum, u.add = req, xb, u.x[:len(xb)]
+	u.pend, u.sum, u.add, u.post = req, xb, u.x[:len(xb)], post
 	return nil
 }
 
@@ -168,8 +179,11 @@ func (m *Model) settle(u *ubatch) error {
 	if err := m.sh.wait(u.pend); err != nil {
 		return err
 	}
+	if u.post != nil {
+		kernels.RMSNorm(u.sum, u.sum, u.post, m.lc.RMSEps)
+	}
 	kernels.Add(u.add, u.sum)
-	u.pend, u.sum, u.add = nil, nil, nil
+	u.pend, u.sum, u.add, u.post = nil, nil, nil, nil
 	return nil
 }
 
@@ -183,6 +197,18 @@ func (m *Model) finish(u *ubatch) error {
 		s, c := u.s, &m.lc
 		s.mm[0] = kernels.MatMulOut{Dst: u.logits, W: m.output}
 		m.pool.NormMatMulN(s.mm[:1], s.gx, u.x[:rows*c.Dim], m.outNorm, c.RMSEps, rows)
+		if m.softcap > 0 {
+			softcap(u.logits, m.softcap)
+		}
 	}
 	return nil
+}
+
+// softcap caps logits: x = cap·tanh(x/cap), as ggml_scale, ggml_tanh,
+// ggml_scale.
+func softcap(x []float32, c float32) {
+	inv := 1 / c
+	for i, v := range x {
+		x[i] = float32(math.Tanh(float64(v*inv))) * c
+	}
 }

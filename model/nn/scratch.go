@@ -1,4 +1,4 @@
-package llama
+package nn
 
 import (
 	"pagoda/kernels"
@@ -16,8 +16,8 @@ type scratch struct {
 	att  []float32 // (n, Heads·HeadDim) attention output
 	gate []float32 // (n, HiddenDim) gate projection, then SwiGLU output
 	up   []float32 // (n, HiddenDim) up projection
-	cos  []float32 // (n, RopeDim/2) rotation of every token's position
-	sin  []float32 // (n, RopeDim/2)
+	cos  [][]float32 // (ropes)(n, RopeDim/2) rotation of every token's position
+	sin  [][]float32 // (ropes)(n, RopeDim/2)
 	gx   []float32 // (m, Dim) residual rows that produce logits
 	ga   []float32 // (m, Heads·HeadDim) their attention output
 	kv   []kernels.KVLayer
@@ -27,8 +27,9 @@ type scratch struct {
 	mlpb kernels.MLPBuffers   // its activations
 }
 
-// size grows every buffer for n tokens and m logit rows.
-func (s *scratch) size(c model.Config, n, m int) {
+// size grows every buffer for n tokens and m logit rows, with the angles
+// of ropes rotary embeddings.
+func (s *scratch) size(c model.Config, ropes, n, m int) {
 	q, kv, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
 	s.x = grow(s.x, n*c.Dim)
 	s.xb = grow(s.xb, n*c.Dim)
@@ -38,8 +39,12 @@ func (s *scratch) size(c model.Config, n, m int) {
 	s.att = grow(s.att, n*q)
 	s.gate = grow(s.gate, n*c.HiddenDim)
 	s.up = grow(s.up, n*c.HiddenDim)
-	s.cos = grow(s.cos, n*half)
-	s.sin = grow(s.sin, n*half)
+	s.cos = grow(s.cos, ropes)
+	s.sin = grow(s.sin, ropes)
+	for r := range ropes {
+		s.cos[r] = grow(s.cos[r], n*half)
+		s.sin[r] = grow(s.sin[r], n*half)
+	}
 	s.gx = grow(s.gx, m*c.Dim)
 	s.ga = grow(s.ga, m*q)
 	s.kv = grow(s.kv, c.Layers)

@@ -1,4 +1,4 @@
-package llama
+package nn
 
 import (
 	"fmt"
@@ -75,7 +75,7 @@ func (m *Model) CommTimes() model.CommTimes {
 // check validates the model state, cache and batch before a pass.
 func (m *Model) check(kv *model.KVCache, b *model.Batch, logits []float32) error {
 	if m.pool == nil {
-		return fmt.Errorf("llama: Forward after Close")
+		return fmt.Errorf("%s: Forward after Close", m.cfg.Arch)
 	}
 	if err := m.checkCache(kv); err != nil {
 		return err
@@ -84,36 +84,48 @@ func (m *Model) check(kv *model.KVCache, b *model.Batch, logits []float32) error
 }
 
 // attention runs the attention half of a block up to the attention output
-// s.att: x → RMSNorm → Q, K, V (+bias) → RoPE → cache → paged attention;
-// with project, also the output projection s.xb = Wo·att (in the same pool
-// job as the attention).
-func (m *Model) attention(s *scratch, ly *layer, kv *kernels.KVLayer, slots []int32, n int, project bool) {
-	c := &m.lc
+// s.att: x → RMSNorm → Q, K, V (+bias) → q/k norms → RoPE → q scale →
+// cache → paged attention; with project, also the output projection s.xb
+// = O·att (in the same pool job as the attention).
+func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []int32, n int, project bool) {
+	c, at := &m.lc, &ly.Attn
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
-	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: ly.wq}
-	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: ly.wk}
-	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: ly.wv}
-	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.attnNorm, c.RMSEps, n)
+	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: at.Q.W}
+	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: at.K.W}
+	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: at.V.W}
+	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.AttnNorm, c.RMSEps, n)
 	m.sh.progress()
+	rope := m.ropes[at.Rope]
+	cosr, sinr := s.cos[at.Rope], s.sin[at.Rope]
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
-		if ly.bq != nil {
-			kernels.Add(q, ly.bq)
+		if at.Q.Bias != nil {
+			kernels.Add(q, at.Q.Bias)
 		}
-		if ly.bk != nil {
-			kernels.Add(k, ly.bk)
+		if at.K.Bias != nil {
+			kernels.Add(k, at.K.Bias)
 		}
-		if ly.bv != nil {
-			kernels.Add(v, ly.bv)
+		if at.V.Bias != nil {
+			kernels.Add(v, at.V.Bias)
 		}
-		cos, sin := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
-		m.rope.Apply(q, c.HeadDim, cos, sin)
-		m.rope.Apply(k, c.HeadDim, cos, sin)
+		if at.QNorm != nil {
+			kernels.RMSNorm(q, q, at.QNorm, c.RMSEps)
+		}
+		if at.KNorm != nil {
+			kernels.RMSNorm(k, k, at.KNorm, c.RMSEps)
+		}
+		cos, sin := cosr[i*half:(i+1)*half], sinr[i*half:(i+1)*half]
+		rope.Apply(q, c.HeadDim, cos, sin)
+		rope.Apply(k, c.HeadDim, cos, sin)
+		if at.QScale != 0 {
+			kernels.Scale(q, at.QScale)
+		}
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
 	m.sh.progress()
+	s.attn.Window, s.attn.Scale = at.Window, at.Scale
 	if project {
-		m.pool.AttentionMatMul(&s.attn, kv, s.xb, ly.wo)
+		m.pool.AttentionMatMul(&s.attn, kv, s.xb, at.O.W)
 	} else {
 		m.pool.Attention(&s.attn, kv)
 	}

@@ -1,9 +1,9 @@
-package llama
+package nn
 
 // Reserve grows the activation buffers for batches of up to numTokens
 // tokens and numLogits logit rows (model.Reserver).
 func (m *Model) Reserve(numTokens, numLogits int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.s[0].size(m.lc, numTokens, numLogits)
+	m.s[0].size(m.lc, len(m.ropes), numTokens, numLogits)
 }

@@ -1,0 +1,50 @@
+package nn
+
+import "pagoda/kernels"
+
+// Block is one transformer layer:
+//
+//	h = x + PostAttnNorm?(Attn(AttnNorm(x)))
+//	y = h + PostFFNNorm?(FFN(FFNNorm(h)))
+//
+// (the post-norms are Gemma 2/3's; nil elsewhere).
+type Block struct {
+	AttnNorm     []float32 // (Dim) RMSNorm weight before attention
+	Attn         Attention
+	PostAttnNorm []float32 // (Dim) or nil: RMSNorm of the attention output
+	FFNNorm      []float32 // (Dim) RMSNorm weight before the feed-forward
+	FFN          FFN
+	PostFFNNorm  []float32 // (Dim) or nil: RMSNorm of the feed-forward output
+}
+
+// Attention is a grouped-query attention layer: Q, K, V column-parallel
+// (split by heads), O row-parallel.
+//
+// Per token: q, k, v = Q·h (+bias), K·h, V·h; q and k normalised per head
+// when QNorm/KNorm are set (RMSNorm over each head's HeadDim values, then
+// ·weight, before RoPE: Qwen3, Gemma 3); both rotated by rope Rope of the
+// model; q multiplied by QScale when it is not 0 (llama.cpp scales Q and
+// then attends with scale 1: Gemma 3, Phi-3); k and v written to the
+// cache; softmax(Scale·q·Kᵀ)·V over the sequence's positions (the last
+// Window of them when Window > 0); then O.
+type Attention struct {
+	Q, K, V, O   Linear
+	QNorm, KNorm []float32 // (HeadDim) or nil
+	Rope         int       // index into Model.ropes (Builder.Rope)
+	Window       int       // sliding window in positions; 0: full causal
+	QScale       float32   // 0: q is not scaled
+	Scale        float32   // score scale
+}
+
+// FFN is a gated feed-forward: Down·(Act(Gate·h) ⊙ Up·h); Gate and Up
+// column-parallel (split by hidden units), Down row-parallel.
+type FFN struct {
+	Gate, Up, Down Linear
+	Act            kernels.GLU
+}
+
+// linears lists the block's matrices.
+func (b *Block) linears() []*Linear {
+	a, f := &b.Attn, &b.FFN
+	return []*Linear{&a.Q, &a.K, &a.V, &a.O, &f.Gate, &f.Up, &f.Down}
+}
