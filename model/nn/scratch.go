@@ -9,17 +9,17 @@ import (
 // largest batch seen and are reused, so a steady-state step allocates
 // nothing. n is the batch's token count, m its number of logit rows.
 type scratch struct {
-	x    []float32 // (n, Dim) residual stream
-	xb   []float32 // (n, Dim) normalised input, then block output
-	q    []float32 // (n, Heads·HeadDim) queries
-	k, v []float32 // (n, KVHeads·HeadDim) keys and values of the new tokens
-	att  []float32 // (n, Heads·HeadDim) attention output
-	gate []float32 // (n, HiddenDim) gate projection, then SwiGLU output
-	up   []float32 // (n, HiddenDim) up projection
+	x    []float32   // (n, Dim) residual stream
+	xb   []float32   // (n, Dim) normalised input, then block output
+	q    []float32   // (n, Heads·HeadDim) queries
+	k, v []float32   // (n, KVHeads·HeadDim) keys and values of the new tokens
+	att  []float32   // (n, Heads·HeadDim) attention output
+	gate []float32   // (n, HiddenDim) gate projection, then SwiGLU output
+	up   []float32   // (n, HiddenDim) up projection
 	cos  [][]float32 // (ropes)(n, RopeDim/2) rotation of every token's position
 	sin  [][]float32 // (ropes)(n, RopeDim/2)
-	gx   []float32 // (m, Dim) residual rows that produce logits
-	ga   []float32 // (m, Heads·HeadDim) their attention output
+	gx   []float32   // (m, Dim) residual rows that produce logits
+	ga   []float32   // (m, Heads·HeadDim) their attention output
 	kv   []kernels.KVLayer
 	attn kernels.Attention
 	mm   [3]kernels.MatMulOut // products of one MatMulN call
