@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"net/http/httptest"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
+	_ "pagoda/model/archs" // registers every architecture
 	"testing"
 
 	"pagoda/engine"

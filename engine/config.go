@@ -58,7 +58,7 @@ type Config struct {
 // loadOptions are the model.LoadOptions of c.
 func (c Config) loadOptions() model.LoadOptions {
 	o := model.LoadOptions{Threads: c.Threads, FlashAttention: c.FlashAttention,
-		ExactArithmetic: c.ExactArithmetic, NoRepack: c.NoRepack}
+		ExactArithmetic: c.ExactArithmetic, NoRepack: c.NoRepack, ContextLen: c.MaxModelLen}
 	if c.TensorParallel != nil {
 		o.TensorParallel = c.TensorParallel
 	}

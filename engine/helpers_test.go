@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
+	_ "pagoda/model/archs" // registers every architecture
 	"testing"
 	"time"
 

@@ -124,6 +124,11 @@ type LoadOptions struct {
 	// arithmetic (llama.cpp's --no-repack), Q4_0 included; it implies
 	// ExactArithmetic.
 	NoRepack bool
+	// ContextLen is the longest sequence the model will serve (the
+	// engine's --max-model-len); 0 means its trained context. Phi-3's
+	// LongRoPE picks its short or long factors by it, as llama.cpp does by
+	// its context size (n_ctx_seq).
+	ContextLen int
 	// TensorParallel, when set with Size() > 1, loads rank Rank()'s shard
 	// of the model (Megatron's split; see the architecture's loader) and
 	// sums the partial activations over the ranks with AllReduce; every

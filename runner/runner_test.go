@@ -7,7 +7,7 @@ import (
 	"pagoda/internal/testmodel"
 	"pagoda/kvcache"
 	"pagoda/model"
-	_ "pagoda/model/llama"
+	_ "pagoda/model/archs" // registers every architecture
 	"pagoda/sched"
 )
 

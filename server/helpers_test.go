@@ -18,7 +18,7 @@ import (
 	"pagoda/engine"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
+	_ "pagoda/model/archs" // registers every architecture
 )
 
 // testTemplate is the chat template the tests give the stories model.

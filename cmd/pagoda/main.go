@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	_ "pagoda/model/llama" // registers llama, mistral and qwen2
+	_ "pagoda/model/archs" // registers every architecture
 
 	"pagoda/dist"
 )

@@ -29,6 +29,8 @@ type Options struct {
 	// TensorParallel loads one rank's shard (see Linear's roles); nil or
 	// one rank is the whole model.
 	TensorParallel model.Reducer
+	// ContextLen is model.LoadOptions.ContextLen.
+	ContextLen int
 }
 
 // OptionsOf converts model.Load's options: the fast arithmetic runs its
@@ -36,7 +38,7 @@ type Options struct {
 // for.
 func OptionsOf(o model.LoadOptions) Options {
 	opt := Options{Threads: o.Threads, ExactArithmetic: o.ExactArithmetic, NoRepack: o.NoRepack,
-		TensorParallel: o.TensorParallel}
+		TensorParallel: o.TensorParallel, ContextLen: o.ContextLen}
 	switch {
 	case o.FlashAttention:
 		opt.Attention = kernels.AttnFlash

@@ -7,7 +7,7 @@ import (
 
 	"pagoda/gguf"
 	"pagoda/model"
-	_ "pagoda/model/llama" // registers llama and qwen2
+	_ "pagoda/model/archs" // registers every architecture
 )
 
 // TestSynthModelRuns writes tiny models to disk, loads them with pagoda and

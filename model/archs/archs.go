@@ -1,0 +1,16 @@
+// Package archs registers every architecture pagoda loads with
+// model.Register; import it for its side effect. It is the one place a new
+// family is added (docs/adding-a-model.md).
+//
+//	llama, mistral, qwen2   model/llama  (Llama 1–3.x, SmolLM, Mistral, Qwen2)
+//	qwen3                   model/qwen3
+//	gemma3                  model/gemma3
+//	phi3                    model/phi3   (Phi-3, Phi-3.5, Phi-4-mini)
+package archs
+
+import (
+	_ "pagoda/model/gemma3"
+	_ "pagoda/model/llama"
+	_ "pagoda/model/phi3"
+	_ "pagoda/model/qwen3"
+)
