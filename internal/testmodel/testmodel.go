@@ -13,8 +13,9 @@
 //     its files came from and their sha256);
 //   - the model cache of internal/modelcache ($PAGODA_MODELS, default
 //     ~/.cache/pagoda/models): the default model, which `make model`
-//     fetches, and llama.cpp's vocabulary GGUFs, which `make vocab`
-//     fetches (`make test` runs both).
+//     fetches, Gemma 3 270M, which `make gemma3` fetches, and llama.cpp's
+//     vocabulary GGUFs, which `make vocab` fetches (`make test` runs all
+//     three).
 //
 // -short, across the suite, means smaller workloads (fewer requests,
 // prompts or steps; the race detector runs with it), never fewer models: a
@@ -140,6 +141,17 @@ func VocabVectors(t testing.TB, name string) (inp, out string) {
 func Default(t testing.TB) string {
 	t.Helper()
 	return modelcache.Require(t, modelcache.DefaultFile) // names `make model`
+}
+
+// Gemma3 is Gemma 3 270M in GGUF Q4_K_M in the model cache; a missing one
+// fails the test with the command that fetches it.
+func Gemma3(t testing.TB) string {
+	t.Helper()
+	p := modelcache.Path(modelcache.Gemma3File)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%v: run `make gemma3` (or `pagoda pull gemma3`) to fetch it", err)
+	}
+	return p
 }
 
 // Vocab is llama.cpp's vocabulary-only GGUF ggml-vocab-NAME.gguf in the

@@ -60,6 +60,7 @@ func TestMissingFails(t *testing.T) {
 		want string
 	}{
 		{"default model", Default, "make model"},
+		{"gemma3", Gemma3, "make gemma3"},
 		{"vocab", func(tb testing.TB) string { return Vocab(tb, "llama-spm") }, "make vocab"},
 		{"repository file", func(tb testing.TB) string { return RepoFile(tb, "testdata/no-such-file") }, "git checkout"},
 	} {
