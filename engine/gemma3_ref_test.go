@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"math"
+	"testing"
+
+	"pagoda/internal/testmodel"
+)
+
+// gemma3Arithmetics are the bounds of the Gemma 3 270M comparisons, set
+// from the measurement (see testdata/reference/README.md).
+var gemma3Arithmetics = []teacherArithmetic{
+	{"exact", func(c *Config) { c.ExactArithmetic = true }, 0.98, 0.2, 0.5},
+	{"fast", func(c *Config) { c.ExactArithmetic = false }, 0.96, 0.5, 0.5},
+}
+
+// TestGemma3TeacherForced scores llama.cpp's greedy continuations of the
+// ten reference prompts (eight texts, two chats; its default path, the
+// prompt in one batch) on the real Gemma 3 270M teacher-forced, as
+// TestSmolLM2TeacherForced does.
+func TestGemma3TeacherForced(t *testing.T) {
+	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.teacher.json"))
+	if testing.Short() {
+		ref.Cases = ref.Cases[:4]
+	}
+	checkTeacherForced(t, testmodel.Gemma3(t), ref, 1024, gemma3Arithmetics)
+}
+
+// TestGemma3SlidingWindow scores a continuation of a 724-token prompt,
+// which crosses the 512-position window of Gemma 3's local layers: its
+// last tokens attend to positions the global layers see and the local
+// ones must not.
+func TestGemma3SlidingWindow(t *testing.T) {
+	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.long.json"))
+	checkTeacherForced(t, testmodel.Gemma3(t), ref, 1024, gemma3Arithmetics)
+}
+
+// TestGemma3Greedy decodes the reference prompts greedily with the exact
+// arithmetic and compares with llama.cpp's token-by-token path (n_batch 1:
+// its single-token decode graph, which the exact arithmetic reproduces op
+// for op): the same ids on every prompt, log-probabilities within 1e-4.
+func TestGemma3Greedy(t *testing.T) {
+	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.json"))
+	e := newTestEngine(t, testmodel.Gemma3(t), func(c *Config) {
+		*c = DefaultConfig(c.Model)
+		c.MaxModelLen, c.ExactArithmetic = 512, true
+	})
+	var reqs []Request
+	for _, c := range ref.Cases {
+		p := GreedyParams(len(c.CompletionTokens))
+		p.ReturnLogprobs = true
+		p.IgnoreEOS = true
+		reqs = append(reqs, Request{PromptTokens: c.PromptTokens, Params: p})
+	}
+	outs := runAll(t, e, reqs)
+	worst := 0.0
+	for i, c := range ref.Cases {
+		got := outs[i].Outputs[0]
+		for j, s := range c.Steps {
+			if j >= len(got.TokenIDs) || got.TokenIDs[j] != s.ID {
+				t.Errorf("case %d %q: step %d differs\n got %v\nwant %v", i, c.Prompt, j, got.TokenIDs, c.CompletionTokens)
+				break
+			}
+			worst = max(worst, math.Abs(float64(got.Logprobs[j].Logprob)-s.Logprob))
+		}
+	}
+	t.Logf("%d prompts; max |logprob - llama.cpp| = %.1e", len(ref.Cases), worst)
+	if worst > 1e-4 {
+		t.Errorf("max |logprob - llama.cpp| = %.2e, want ≤ 1e-4", worst)
+	}
+}
