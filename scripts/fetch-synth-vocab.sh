@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs the llama.cpp vocabulary files `pagoda model synth` uses for the shapes whose
-# vocabulary `make model` does not fetch: ggml-vocab-qwen2.gguf (Qwen2.5) and
-# ggml-vocab-llama-bpe.gguf (Llama 3), into $PAGODA_MODELS/ggml-vocab (default
+# vocabulary `make model` does not fetch: ggml-vocab-qwen2.gguf (Qwen2.5, Qwen3),
+# ggml-vocab-llama-bpe.gguf (Llama 3) and ggml-vocab-phi-3.gguf (Phi-4-mini, padded to its
+# 200064 rows; `make vocab` installs it too), into $PAGODA_MODELS/ggml-vocab (default
 # ~/.cache/pagoda/models/ggml-vocab). Source: the llama-cpp-python sdist on PyPI, which vendors
 # llama.cpp's models/ directory (MIT), as scripts/fetch-ggml-vocab.sh.
+# The Gemma 3 shapes copy the tokenizer of Gemma 3 270M itself, which `pagoda pull gemma3`
+# installs at the top of the model cache; this script only says so when it is missing.
 set -euo pipefail
 
 version=0.3.36
 dest="${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/ggml-vocab"
-files=(ggml-vocab-qwen2.gguf ggml-vocab-llama-bpe.gguf)
+files=(ggml-vocab-qwen2.gguf ggml-vocab-llama-bpe.gguf ggml-vocab-phi-3.gguf)
+
+gemma3="$(dirname "$dest")/gemma-3-270m-q4_k_m.gguf"
+[ -s "$gemma3" ] || echo "note: the gemma3 shapes read $gemma3: run \`pagoda pull gemma3\`" >&2
 
 missing=0
 for f in "${files[@]}"; do

@@ -19,12 +19,18 @@ import (
 // one), and the variables messages, add_generation_prompt, bos_token and eos_token.
 //
 // Engine: github.com/nikolalohinski/gonja/v2, a maintained Jinja2 port for Go, which renders
-// real templates (SmolLM2, Llama 3.x, Qwen2.5, Phi-3.5, Gemma 2, Mistral Nemo, Granite...)
-// byte-for-byte like jinja2 once tojson and str.replace are aligned with Python (chat_funcs.go).
-// Known gaps (none used by the templates tested): iterating over none renders nothing instead
-// of raising; none concatenated with ~ renders "" instead of "None"; ** gives a float; and
-// tojson of a Go map sorts its keys (Python keeps insertion order), so callers should pass
-// tool schemas with sorted keys when byte-exactness matters.
+// real templates (SmolLM2, Llama 3.x, Qwen2.5/3, Phi-3.5/4-mini, Gemma 2/3, Mistral Nemo,
+// Granite...) byte-for-byte like jinja2 once aligned with Python where they differ: tojson and
+// str methods (chat_funcs.go, chat_json.go), dict order, dict methods and filters and the
+// true/false tests (chat_builtins.go), conditional expressions inside brackets and
+// lstrip_blocks (a source rewrite, chat_source.go), and request JSON in its key order (Object,
+// chat_object.go; a Go map reaches the template with sorted keys, Python keeps the order the
+// client sent, so pass tool schemas as Objects, e.g. from DecodeJSON).
+// Known gaps (none used by the templates tested): none renders as "" instead of "None" (also
+// with ~ and in lists); "x is defined" is false for a variable set to none; iterating over none
+// renders nothing instead of raising; -7 // 2 truncates to -3 and ** gives a float; a string
+// index counts bytes, not characters; a dict literal is true even when empty; loop.depth is
+// wrong in nested loops; and the % operator on strings fails (a render error).
 
 // Message is one chat turn. Extra holds the turn's other fields as the
 // template sees them (tool_calls of an assistant turn, tool_call_id and name
@@ -57,24 +63,45 @@ const rootTemplate = "chat_template"
 
 // CompileTemplate parses a Jinja chat template.
 func CompileTemplate(src string) (*Template, error) {
-	cfg := config.New()
-	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
-	tpl, err := exec.NewTemplate(rootTemplate, cfg, sourceLoader{src}, chatEnvironment())
+	cfg := chatConfig()
+	tpl, err := compileGonja(jinja2Source(src, cfg), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrChatTemplate, err)
 	}
 	return &Template{src: src, tpl: tpl}, nil
 }
 
-// Render renders msgs.
-func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
+// chatConfig is jinja2's configuration in apply_chat_template: trim_blocks and lstrip_blocks.
+func chatConfig() *config.Config {
+	cfg := config.New()
+	cfg.TrimBlocks = true
+	cfg.LeftStripBlocks = true
+	return cfg
+}
+
+// compileGonja parses src as it is (no rewriting) in the chat environment.
+func compileGonja(src string, cfg *config.Config) (tpl *exec.Template, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tpl, err = nil, fmt.Errorf("parse failed: %v", p)
+		}
+	}()
+	return exec.NewTemplate(rootTemplate, cfg, sourceLoader{src}, chatEnvironment())
+}
+
+// Render renders msgs. A template that makes gonja panic gets an error, not a crash.
+func (t *Template) Render(msgs []Message, opts ChatOptions) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("%w: render failed: %v", ErrChatTemplate, p)
+		}
+	}()
 	ms := make([]any, len(msgs))
 	for i, m := range msgs {
 		mm := map[string]any{"role": m.Role, "content": m.Content}
 		for k, v := range m.Extra {
 			if k != "role" && k != "content" {
-				mm[k] = v
+				mm[k] = templateValue(v)
 			}
 		}
 		ms[i] = mm
@@ -97,9 +124,9 @@ func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
 		if ReservedVar(k) {
 			return "", fmt.Errorf("%w: the variable %q is set by the renderer and cannot be overridden", ErrChatTemplate, k)
 		}
-		vars[k] = v
+		vars[k] = templateValue(v)
 	}
-	out, err := t.tpl.ExecuteToString(exec.NewContext(vars))
+	out, err = t.tpl.ExecuteToString(exec.NewContext(vars))
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrChatTemplate, err)
 	}
@@ -127,24 +154,21 @@ func raiseException(msg string) (string, error) {
 	return "", fmt.Errorf("raise_exception: %s", msg)
 }
 
-// chatEnvironment is gonja's default environment with HF's tojson and Python's str.replace.
-// It is built per template so that no package-level state is shared or mutated.
+// chatEnvironment is gonja's default environment aligned with jinja2 and HF: tojson, the dict
+// methods and filters, the true/false tests and Python's str methods (chat_builtins.go,
+// chat_funcs.go). It is built per template so that no package-level state is shared or mutated.
 func chatEnvironment() *exec.Environment {
-	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
-	if err := filters.Replace("tojson", filterToJSON); err != nil {
-		panic(err) // gonja always defines tojson
-	}
 	return &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions),
-		Filters:           filters,
-		Tests:             builtins.Tests,
+		Filters:           chatFilters(),
+		Tests:             chatTests(),
 		ControlStructures: builtins.ControlStructures,
 		Methods: exec.Methods{
 			Bool:  builtins.Methods.Bool,
 			Int:   builtins.Methods.Int,
 			Float: builtins.Methods.Float,
 			Str:   strMethods(),
-			Dict:  builtins.Methods.Dict,
+			Dict:  dictMethods(),
 			List:  builtins.Methods.List,
 		},
 	}

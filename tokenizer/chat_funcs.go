@@ -23,8 +23,8 @@ var pyStrMethodNames = []string{
 }
 
 // strOverrides fix gonja's str methods where they differ from Python on arguments that chat
-// templates use: optional replace count, strip family and split without arguments (whitespace),
-// and startswith/endswith with a tuple of prefixes.
+// templates use: optional replace count, strip family and split/rsplit without arguments
+// (whitespace) or with maxsplit, and startswith/endswith with a tuple of prefixes.
 var strOverrides = map[string]exec.Method[string]{
 	"replace": func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
 		var old, repl string
@@ -64,6 +64,7 @@ var strOverrides = map[string]exec.Method[string]{
 	},
 	"startswith": affixMethod(strings.HasPrefix),
 	"endswith":   affixMethod(strings.HasSuffix),
+	"rsplit":     rsplitMethod,
 }
 
 // strMethods is gonja's str method set with strOverrides applied.

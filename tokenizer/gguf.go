@@ -103,6 +103,10 @@ func readOptional(f *gguf.File, c *Config) error {
 	}
 	c.Name, _ = f.String(keyName)
 	c.ChatTemplate, _ = f.String(keyChatTemplate)
+	if c.ChatTemplate == "" {
+		arch, _ := f.String("general.architecture")
+		c.ChatTemplate, c.BuiltinChatTemplate = BuiltinChatTemplate(arch)
+	}
 	return nil
 }
 

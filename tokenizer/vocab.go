@@ -52,6 +52,9 @@ type Config struct {
 	// Name is general.name; llama.cpp strips spaces after special tokens for Phi-3 models.
 	Name         string
 	ChatTemplate string
+	// BuiltinChatTemplate reports that ChatTemplate is pagoda's own for the
+	// architecture (BuiltinChatTemplate), the file having none.
+	BuiltinChatTemplate bool
 }
 
 // validate checks sizes and ids; errors name the GGUF key the field comes from.

@@ -19,17 +19,22 @@ import (
 // vocabulary copied from --vocab.
 func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("model synth", stderr)
-	arch := fs.String("arch", "", "architecture: llama or qwen2 (default: the shape's)")
-	shape := fs.String("shape", "", "real model shape: "+strings.Join(synth.Shapes(), ", "))
-	dims := fs.String("dims", "", "dimensions instead of --shape: dim,hidden,layers,heads,kvheads,vocab")
+	var f synthFlags
+	fs.StringVar(&f.arch, "arch", "", "family: "+strings.Join(synth.Families(), ", ")+
+		" (default: the shape's; with --dims, llama; llama3 is llama with Llama 3.2's RoPE scaling and vocabulary)")
+	fs.StringVar(&f.shape, "shape", "", "real model shape: "+strings.Join(synth.Shapes(), ", "))
+	fs.StringVar(&f.dims, "dims", "", "dimensions instead of --shape: dim,hidden,layers,heads,kvheads,vocab[,headdim]; the other hyperparameters are --arch's")
+	fs.IntVar(&f.layers, "layers", 0, "override the layer count")
+	fs.IntVar(&f.context, "context", 0, "override the context length")
+	fs.IntVar(&f.window, "window", -1, "override gemma3's sliding window (0: every layer global)")
 	typ := fs.String("type", "Q4_0", "weight type: "+typeNames())
 	out := fs.String("out", "", "output GGUF file")
-	vocab := fs.String("vocab", "", "GGUF file to copy the tokenizer from (default: the shape's; \"none\" for no tokenizer)")
+	vocab := fs.String("vocab", "", "GGUF file to copy the tokenizer from (default: the shape's or the architecture's; \"none\" for no tokenizer)")
 	seed := fs.Uint64("seed", 1, "seed of the random weights")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	s, err := synthShape(*shape, *dims, *arch)
+	s, err := f.resolve()
 	if err != nil {
 		return err
 	}
@@ -55,33 +60,64 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s shape, %v weights, %.1f MiB in %.1fs\n", *out, s.Name, t, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "wrote %s: %s shape (%s, %d layers), %v weights, %.1f MiB in %.1fs\n", *out, s.Name, s.Arch, s.Layers, t,
+		float64(st.Size())/(1<<20), time.Since(start).Seconds())
 	return nil
 }
 
-// synthShape resolves --shape or --dims, and --arch.
-func synthShape(shape, dims, arch string) (synth.Shape, error) {
+// synthFlags are the flags that choose the shape.
+type synthFlags struct {
+	arch, shape, dims       string
+	layers, context, window int
+}
+
+// resolve builds the shape from --shape or --dims, --arch and the
+// overrides.
+func (f synthFlags) resolve() (synth.Shape, error) {
 	var s synth.Shape
 	var err error
 	switch {
-	case (shape == "") == (dims == ""):
+	case (f.shape == "") == (f.dims == ""):
 		return s, usageError{errors.New("give exactly one of --shape and --dims")}
-	case shape != "":
-		s, err = synth.Lookup(shape)
+	case f.shape != "":
+		s, err = synth.Lookup(f.shape)
+	case f.arch != "":
+		s, err = synth.ParseArchDims(f.arch, f.dims)
 	default:
-		s, err = synth.ParseDims(dims)
+		s, err = synth.ParseDims(f.dims)
 	}
 	if err != nil {
 		return s, usageError{err}
 	}
-	if arch != "" {
-		if arch != "llama" && arch != "qwen2" {
-			return s, usageError{fmt.Errorf("--arch %q: want llama or qwen2", arch)}
+	if f.shape != "" && f.arch != "" && f.arch != s.Arch {
+		// llama and qwen2 differ only by the biases: either shape takes either.
+		if !isLlamaLike(f.arch) || !isLlamaLike(s.Arch) {
+			return s, usageError{fmt.Errorf("--arch %q: shape %s is %s (only llama and qwen2 shapes switch between those two)", f.arch, f.shape, s.Arch)}
 		}
-		s.Arch = arch
+		s.Arch = f.arch
+	}
+	if f.layers < 0 || f.context < 0 || f.window < -1 {
+		return s, usageError{errors.New("--layers, --context and --window must not be negative")}
+	}
+	if f.layers > 0 {
+		s.Layers = f.layers
+	}
+	if f.context > 0 {
+		s.ContextLen = f.context
+	}
+	if f.window >= 0 {
+		if s.Arch != "gemma3" {
+			return s, usageError{fmt.Errorf("--window: only gemma3 has sliding-window layers, not %s", s.Arch)}
+		}
+		s.SlidingWindow = f.window
+	}
+	if err := s.Validate(); err != nil {
+		return s, usageError{err}
 	}
 	return s, nil
 }
+
+func isLlamaLike(arch string) bool { return arch == "llama" || arch == "qwen2" }
 
 // parseWeightType parses a weight type name, case-insensitively.
 func parseWeightType(name string) (gguf.Type, error) {
@@ -102,23 +138,28 @@ func typeNames() string {
 }
 
 // openVocab opens the vocabulary file: path, or "none", or by default the
-// shape's: the default model for SmolLM2, else llama.cpp's
-// ggml-vocab-NAME.gguf in the model cache (scripts/fetch-synth-vocab.sh
-// installs the ones make model does not).
+// shape's: the default model for SmolLM2, a model at the top of the model
+// cache (Gemma 3 270M's, which `pagoda pull gemma3` installs), else
+// llama.cpp's ggml-vocab-NAME.gguf in the model cache
+// (scripts/fetch-synth-vocab.sh installs the ones make model does not).
 func openVocab(path string, s synth.Shape) (*gguf.File, error) {
+	hint := "run scripts/fetch-synth-vocab.sh"
 	switch {
 	case path == "none":
 		return nil, nil
 	case path == "" && s.Vocab == "":
-		return nil, usageError{errors.New("--vocab is required with --dims (a GGUF file, or none)")}
+		return nil, usageError{fmt.Errorf("--vocab is required with --dims for %s (a GGUF file, or none)", s.Arch)}
 	case path == "" && s.Vocab == "default":
 		path = defaultModelPath()
+	case path == "" && strings.HasSuffix(s.Vocab, ".gguf"):
+		path = filepath.Join(filepath.Dir(defaultModelPath()), s.Vocab)
+		hint = "run pagoda pull " + s.Arch
 	case path == "":
 		path = filepath.Join(filepath.Dir(defaultModelPath()), "ggml-vocab", "ggml-vocab-"+s.Vocab+".gguf")
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--vocab: %w (pass another GGUF, or run scripts/fetch-synth-vocab.sh)", err)
+		return nil, fmt.Errorf("--vocab: %w (pass another GGUF, or %s)", err, hint)
 	}
 	return f, nil
 }

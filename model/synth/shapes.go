@@ -2,12 +2,12 @@
 // real models, for benchmarks that need a model of a given size without
 // its weights: the architecture metadata of the real model, a real
 // vocabulary copied from another GGUF file, and every matrix quantized by
-// pagoda's own quantizers (gguf.Quantize).
+// pagoda's own quantizers (gguf.Quantize). Each family's keys and tensors
+// are the ones llama.cpp's converter (convert_hf_to_gguf.py) writes for it.
 package synth
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -15,49 +15,111 @@ import (
 // Shape is the architecture of a model: what its GGUF metadata and tensor
 // dimensions say.
 type Shape struct {
-	Arch       string // general.architecture: "llama" or "qwen2" (biased Q, K, V)
-	Name       string
-	Dim        int // embedding length
-	HiddenDim  int // feed-forward length
-	Layers     int
-	Heads      int
-	KVHeads    int
-	VocabSize  int // rows of the embeddings; the vocabulary file may change it
+	// Arch is general.architecture: "llama", "qwen2" (biased Q, K, V),
+	// "qwen3" (per-head Q and K norms), "gemma3" (Q/K norms, norms after
+	// attention and feed-forward, sliding-window layers) or "phi3" (fused
+	// QKV and gate-up, partial LongRoPE).
+	Arch      string
+	Name      string
+	Dim       int // embedding length
+	HiddenDim int // feed-forward length
+	Layers    int
+	Heads     int
+	KVHeads   int
+	// HeadSize is the config's head_dim, written as attention.key_length
+	// and value_length as the converter does; 0 when the config states
+	// none (the head size is then Dim/Heads).
+	HeadSize int
+	// RopeDim is the number of rotated dimensions of a head when not all of
+	// them are (phi3's partial rotary, rope.dimension_count); 0 for all.
+	RopeDim    int
+	VocabSize  int // rows of the embeddings; the vocabulary file may raise it
 	ContextLen int
 	RopeTheta  float32
-	RMSEps     float32
-	Tied       bool // the output head reuses the token embeddings
+	// RopeThetaSWA is the RoPE base of the sliding-window layers
+	// (rope.freq_base_swa); 0 writes none (llama.cpp then uses 10000).
+	RopeThetaSWA float32
+	// RopeLinear is a linear RoPE scaling factor (rope.scaling.type
+	// "linear"; on gemma3 llama.cpp applies it to the global layers only).
+	RopeLinear float32
+	// SlidingWindow is attention.sliding_window: gemma3's local window (0
+	// writes none: every layer global); phi3 always writes its config's,
+	// which llama.cpp ignores.
+	SlidingWindow int
+	RMSEps        float32
+	Tied          bool // the output head reuses the token embeddings
 	// Llama3Rope, if set, is Llama 3's frequency scaling, written as the
 	// rope_freqs.weight tensor as llama.cpp's converter does.
 	Llama3Rope *Llama3Rope
+	// LongRope, if set (phi3 only), is Phi-3's LongRoPE scaling.
+	LongRope *LongRope
 	// Vocab names the vocabulary file Load looks for by default: "default"
-	// for the default model, else a llama.cpp ggml-vocab-NAME.gguf.
+	// for the default model, a file name ending in .gguf for a model at
+	// the top of the model cache, else a llama.cpp ggml-vocab-NAME.gguf.
 	Vocab string
 }
 
-// Llama3Rope is the "llama3" RoPE frequency scaling.
-type Llama3Rope struct {
-	Factor, LowFreqFactor, HighFreqFactor float64
-	OrigCtx                               int
+// HeadDim is the per-head dimension.
+func (s Shape) HeadDim() int {
+	if s.HeadSize > 0 {
+		return s.HeadSize
+	}
+	return s.Dim / s.Heads
 }
 
-// HeadDim is the per-head dimension.
-func (s Shape) HeadDim() int { return s.Dim / s.Heads }
+// RotaryDim is the number of rotated dimensions of a head.
+func (s Shape) RotaryDim() int {
+	if s.RopeDim > 0 {
+		return s.RopeDim
+	}
+	return s.HeadDim()
+}
 
-// Validate checks that the dimensions are positive and consistent.
+// Archs lists the architectures synth writes.
+func Archs() []string { return []string{"llama", "qwen2", "qwen3", "gemma3", "phi3"} }
+
+// Validate checks that the dimensions are positive and consistent, and
+// what llama.cpp requires of the family.
 func (s Shape) Validate() error {
 	switch {
-	case s.Arch != "llama" && s.Arch != "qwen2":
-		return fmt.Errorf("synth: architecture %q (want llama or qwen2)", s.Arch)
-	case s.Dim <= 0 || s.HiddenDim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.VocabSize <= 0:
+	case !isArch(s.Arch):
+		return fmt.Errorf("synth: architecture %q (want one of %s)", s.Arch, strings.Join(Archs(), ", "))
+	case s.Dim <= 0 || s.HiddenDim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.VocabSize <= 0 || s.HeadSize < 0 || s.RopeDim < 0:
 		return fmt.Errorf("synth: dims must be positive: %+v", s)
-	case s.Dim%s.Heads != 0 || s.Heads%s.KVHeads != 0 || s.HeadDim()%2 != 0:
-		return fmt.Errorf("synth: %d dims over %d heads (%d KV heads) do not give an even head size shared by whole groups", s.Dim, s.Heads, s.KVHeads)
-	case s.ContextLen <= 0 || !(s.RopeTheta > 0) || !(s.RMSEps > 0):
-		return fmt.Errorf("synth: context length, rope theta and RMS epsilon must be positive")
+	case s.HeadSize == 0 && s.Dim%s.Heads != 0, s.Heads%s.KVHeads != 0, s.HeadDim()%2 != 0:
+		return fmt.Errorf("synth: %d dims over %d heads (%d KV heads, head size %d) do not give an even head size shared by whole groups", s.Dim, s.Heads, s.KVHeads, s.HeadDim())
+	case s.RotaryDim()%2 != 0 || s.RotaryDim() > s.HeadDim():
+		return fmt.Errorf("synth: %d rotated dimensions: want an even number up to the head size %d", s.RotaryDim(), s.HeadDim())
+	case s.ContextLen <= 0 || !(s.RopeTheta > 0) || !(s.RMSEps > 0) || s.RopeThetaSWA < 0 || s.RopeLinear < 0 || s.SlidingWindow < 0:
+		return fmt.Errorf("synth: context length, rope theta and RMS epsilon must be positive, the rest not negative")
+	case s.Arch == "llama" && s.RotaryDim() != s.HeadDim():
+		return fmt.Errorf("synth: llama rotates whole heads (llama.cpp rejects rope.dimension_count %d ≠ head size %d)", s.RotaryDim(), s.HeadDim())
+	case s.Arch == "phi3" && s.Heads*s.HeadDim() != s.Dim:
+		return fmt.Errorf("synth: phi3 needs heads × head size = dim (llama.cpp's attn_output is dim × dim): %d × %d ≠ %d", s.Heads, s.HeadDim(), s.Dim)
+	case s.LongRope != nil && s.Arch != "phi3":
+		return fmt.Errorf("synth: LongRoPE factors are written for phi3 only, not %s", s.Arch)
+	case s.LongRope != nil && (len(s.LongRope.Short) != s.RotaryDim()/2 || len(s.LongRope.Long) != s.RotaryDim()/2 || s.LongRope.OrigCtx <= 0):
+		return fmt.Errorf("synth: LongRoPE needs %d short and long factors and an original context, got %d, %d, %d",
+			s.RotaryDim()/2, len(s.LongRope.Short), len(s.LongRope.Long), s.LongRope.OrigCtx)
 	}
 	return nil
 }
+
+func isArch(a string) bool {
+	for _, b := range Archs() {
+		if a == b {
+			return true
+		}
+	}
+	return false
+}
+
+// Vocabulary files of the families whose vocabulary is not a ggml-vocab
+// file: Gemma 3 270M's (`pagoda pull gemma3` installs it).
+const gemma3Vocab = "gemma-3-270m-q4_k_m.gguf"
+
+// llama32Rope is Llama 3.2's rope_scaling.
+var llama32Rope = &Llama3Rope{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192}
 
 // shapes are the real models synth knows by name (from their Hugging Face
 // configs).
@@ -70,9 +132,26 @@ var shapes = map[string]Shape{
 		VocabSize: 151936, ContextLen: 32768, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
 	"tinyllama-1.1b": {Arch: "llama", Name: "TinyLlama-1.1B", Dim: 2048, HiddenDim: 5632, Layers: 22, Heads: 32, KVHeads: 4,
 		VocabSize: 32000, ContextLen: 2048, RopeTheta: 10000, RMSEps: 1e-5, Vocab: "llama-spm"},
-	"llama-3.2-1b": {Arch: "llama", Name: "Llama-3.2-1B", Dim: 2048, HiddenDim: 8192, Layers: 16, Heads: 32, KVHeads: 8,
-		VocabSize: 128256, ContextLen: 131072, RopeTheta: 500000, RMSEps: 1e-5, Tied: true, Vocab: "llama-bpe",
-		Llama3Rope: &Llama3Rope{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192}},
+	"llama-3.2-1b": {Arch: "llama", Name: "Llama-3.2-1B", Dim: 2048, HiddenDim: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadSize: 64,
+		VocabSize: 128256, ContextLen: 131072, RopeTheta: 500000, RMSEps: 1e-5, Tied: true, Vocab: "llama-bpe", Llama3Rope: llama32Rope},
+	"llama-3.2-3b": {Arch: "llama", Name: "Llama-3.2-3B", Dim: 3072, HiddenDim: 8192, Layers: 28, Heads: 24, KVHeads: 8, HeadSize: 128,
+		VocabSize: 128256, ContextLen: 131072, RopeTheta: 500000, RMSEps: 1e-5, Tied: true, Vocab: "llama-bpe", Llama3Rope: llama32Rope},
+	"qwen3-0.6b": {Arch: "qwen3", Name: "Qwen3-0.6B", Dim: 1024, HiddenDim: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadSize: 128,
+		VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
+	"qwen3-1.7b": {Arch: "qwen3", Name: "Qwen3-1.7B", Dim: 2048, HiddenDim: 6144, Layers: 28, Heads: 16, KVHeads: 8, HeadSize: 128,
+		VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
+	"qwen3-4b": {Arch: "qwen3", Name: "Qwen3-4B", Dim: 2560, HiddenDim: 9728, Layers: 36, Heads: 32, KVHeads: 8, HeadSize: 128,
+		VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
+	"gemma-3-270m": {Arch: "gemma3", Name: "Gemma-3-270M", Dim: 640, HiddenDim: 2048, Layers: 18, Heads: 4, KVHeads: 1, HeadSize: 256,
+		VocabSize: 262144, ContextLen: 32768, RopeTheta: 1e6, RopeThetaSWA: 10000, SlidingWindow: 512, RMSEps: 1e-6, Tied: true, Vocab: gemma3Vocab},
+	"gemma-3-1b": {Arch: "gemma3", Name: "Gemma-3-1B", Dim: 1152, HiddenDim: 6912, Layers: 26, Heads: 4, KVHeads: 1, HeadSize: 256,
+		VocabSize: 262144, ContextLen: 32768, RopeTheta: 1e6, RopeThetaSWA: 10000, SlidingWindow: 512, RMSEps: 1e-6, Tied: true, Vocab: gemma3Vocab},
+	"gemma-3-4b": {Arch: "gemma3", Name: "Gemma-3-4B", Dim: 2560, HiddenDim: 10240, Layers: 34, Heads: 8, KVHeads: 4, HeadSize: 256,
+		VocabSize: 262144, ContextLen: 131072, RopeTheta: 1e6, RopeThetaSWA: 10000, RopeLinear: 8, SlidingWindow: 1024, RMSEps: 1e-6,
+		Tied: true, Vocab: gemma3Vocab},
+	"phi-4-mini": {Arch: "phi3", Name: "Phi-4-mini", Dim: 3072, HiddenDim: 8192, Layers: 32, Heads: 24, KVHeads: 8, RopeDim: 96,
+		VocabSize: 200064, ContextLen: 131072, RopeTheta: 10000, RMSEps: 1e-5, SlidingWindow: 262144, Tied: true,
+		LongRope: longRopeFor(96, 4096), Vocab: "phi-3"},
 }
 
 // Shapes lists the known shape names, sorted.
@@ -94,40 +173,66 @@ func Lookup(name string) (Shape, error) {
 	return s, nil
 }
 
-// ParseDims builds a llama shape from "dim,hidden,layers,heads,kvheads,vocab".
-func ParseDims(s string) (Shape, error) {
-	var v [6]int
-	parts := strings.Split(s, ",")
-	if len(parts) != len(v) {
-		return Shape{}, fmt.Errorf("synth: --dims %q: want dim,hidden,layers,heads,kvheads,vocab", s)
+// Families lists the families ParseArchDims knows: the architectures, and
+// llama3 (a llama with Llama 3.2's RoPE scaling and vocabulary).
+func Families() []string { return append(Archs(), "llama3") }
+
+// family returns the hyperparameters a shape of dimensions given by hand
+// takes in each family: llama and qwen2 as before (no vocabulary by
+// default), the others those of their smallest real model, with its
+// vocabulary.
+func family(name string) (Shape, error) {
+	s := Shape{Arch: name, Name: "synthetic " + name, ContextLen: 4096, RopeTheta: 10000, RMSEps: 1e-5, Tied: true}
+	switch name {
+	case "llama3":
+		s.Arch, s.ContextLen, s.RopeTheta, s.Llama3Rope, s.Vocab = "llama", 131072, 500000, llama32Rope, "llama-bpe"
+	case "llama", "qwen2":
+	case "qwen3":
+		s.ContextLen, s.RopeTheta, s.RMSEps, s.Vocab = 40960, 1e6, 1e-6, "qwen2"
+	case "gemma3":
+		s.ContextLen, s.RopeTheta, s.RopeThetaSWA, s.SlidingWindow, s.RMSEps, s.Vocab = 32768, 1e6, 10000, 512, 1e-6, gemma3Vocab
+	case "phi3":
+		s.ContextLen, s.SlidingWindow, s.Vocab = 131072, 262144, "phi-3"
+	default:
+		return s, fmt.Errorf("synth: family %q (want one of %s)", name, strings.Join(Families(), ", "))
 	}
+	return s, nil
+}
+
+// ParseDims builds a llama shape from "dim,hidden,layers,heads,kvheads,vocab".
+func ParseDims(s string) (Shape, error) { return ParseArchDims("llama", s) }
+
+// ParseArchDims builds a shape of the family fam (see Families) from
+// "dim,hidden,layers,heads,kvheads,vocab[,headdim]" and the family's other
+// hyperparameters. The head size defaults to dim/heads; llama3, qwen3 and
+// gemma3 write it (key_length) as their converters do; phi3 rotates 3/4 of
+// each head with LongRoPE factors (Phi-4-mini's partial_rotary_factor).
+func ParseArchDims(fam, s string) (Shape, error) {
+	sh, err := family(fam)
+	if err != nil {
+		return sh, err
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 6 && len(parts) != 7 {
+		return Shape{}, fmt.Errorf("synth: --dims %q: want dim,hidden,layers,heads,kvheads,vocab[,headdim]", s)
+	}
+	v := make([]int, len(parts))
 	for i, p := range parts {
 		if _, err := fmt.Sscan(strings.TrimSpace(p), &v[i]); err != nil || v[i] <= 0 {
 			return Shape{}, fmt.Errorf("synth: --dims %q: %q is not a positive integer", s, p)
 		}
 	}
-	sh := Shape{Arch: "llama", Name: "synthetic", Dim: v[0], HiddenDim: v[1], Layers: v[2], Heads: v[3], KVHeads: v[4],
-		VocabSize: v[5], ContextLen: 4096, RopeTheta: 10000, RMSEps: 1e-5, Tied: true}
-	return sh, sh.Validate()
-}
-
-// ropeFreqs returns Llama 3's per-frequency divisors (rope_freqs.weight).
-func (r *Llama3Rope) ropeFreqs(headDim int, theta float32) []float32 {
-	out := make([]float32, headDim/2)
-	lowWave := float64(r.OrigCtx) / r.LowFreqFactor
-	highWave := float64(r.OrigCtx) / r.HighFreqFactor
-	for i := range out {
-		freq := 1 / math.Pow(float64(theta), float64(2*i)/float64(headDim))
-		wave := 2 * math.Pi / freq
-		switch {
-		case wave < highWave:
-			out[i] = 1
-		case wave > lowWave:
-			out[i] = float32(r.Factor)
-		default:
-			smooth := (float64(r.OrigCtx)/wave - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
-			out[i] = float32(1 / ((1-smooth)/r.Factor + smooth))
+	sh.Dim, sh.HiddenDim, sh.Layers, sh.Heads, sh.KVHeads, sh.VocabSize = v[0], v[1], v[2], v[3], v[4], v[5]
+	if len(v) == 7 {
+		sh.HeadSize = v[6]
+	} else if (fam == "llama3" || fam == "qwen3" || fam == "gemma3") && sh.Dim%sh.Heads == 0 {
+		sh.HeadSize = sh.Dim / sh.Heads
+	}
+	if fam == "phi3" {
+		sh.RopeDim = 3 * sh.Dim / 4 / sh.Heads // the converter's int(0.75·dim) // heads
+		if sh.RopeDim%2 == 0 && sh.RopeDim > 0 {
+			sh.LongRope = longRopeFor(sh.RopeDim, 4096)
 		}
 	}
-	return out
+	return sh, sh.Validate()
 }

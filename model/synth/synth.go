@@ -3,7 +3,6 @@ package synth
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -18,9 +17,10 @@ type Options struct {
 	// Type is the type of every weight matrix, the token embeddings and
 	// the output head included; norms, biases and RoPE factors are F32.
 	Type gguf.Type
-	// Vocab is the file whose tokenizer.* metadata is copied; its token
-	// count becomes the vocabulary size. Nil writes no tokenizer (pagoda
-	// can still run the model; llama.cpp cannot load it).
+	// Vocab is the file whose tokenizer.* metadata is copied; the
+	// vocabulary size becomes its token count, or the shape's when that is
+	// larger (the tokens then padded). Nil writes no tokenizer (pagoda can
+	// still run the model; llama.cpp cannot load it).
 	Vocab *gguf.File
 	Seed  uint64
 	// Workers quantize tensors in parallel; ≤ 0 means GOMAXPROCS.
@@ -60,13 +60,14 @@ func Types() []gguf.Type {
 // memory), ready to be written.
 func Build(o Options) (*gguf.Writer, error) {
 	s := o.Shape
-	w := gguf.NewWriter()
+	var vocabTokens int
 	if o.Vocab != nil {
-		n, err := copyVocab(w, o.Vocab)
-		if err != nil {
-			return nil, err
+		toks, ok := o.Vocab.Strings("tokenizer.ggml.tokens")
+		if !ok || len(toks) == 0 {
+			return nil, fmt.Errorf("synth: vocabulary file has no tokenizer.ggml.tokens")
 		}
-		s.VocabSize = n
+		vocabTokens = len(toks)
+		s.VocabSize = max(s.VocabSize, vocabTokens)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -81,7 +82,11 @@ func Build(o Options) (*gguf.Writer, error) {
 			return nil, fmt.Errorf("synth: %v needs rows of a multiple of %d values; %s has %d", o.Type, o.Type.BlockSize(), t.name, t.dims[0])
 		}
 	}
+	w := gguf.NewWriter()
 	addMetadata(w, s, ft)
+	if o.Vocab != nil {
+		copyVocab(w, o.Vocab, vocabTokens, s.VocabSize)
+	}
 	data, err := generate(ts, o)
 	if err != nil {
 		return nil, err
@@ -103,81 +108,55 @@ func Write(path string, o Options) error {
 	return w.WriteFile(path)
 }
 
-// copyVocab copies the tokenizer metadata of v and returns its token count.
-func copyVocab(w *gguf.Writer, v *gguf.File) (int, error) {
-	toks, ok := v.Strings("tokenizer.ggml.tokens")
-	if !ok || len(toks) == 0 {
-		return 0, fmt.Errorf("synth: vocabulary file has no tokenizer.ggml.tokens")
-	}
+// copyVocab copies the tokenizer metadata of v, whose have tokens are
+// padded to n with unused "[PADi]" tokens as llama.cpp's converter pads a
+// tokenizer to the model's vocab_size (Phi-4-mini's 200064 rows over
+// Phi-3's 32064-token vocabulary).
+func copyVocab(w *gguf.Writer, v *gguf.File, have, n int) {
 	for _, kv := range v.KV {
 		if strings.HasPrefix(kv.Key, "tokenizer.") {
-			w.AddKV(kv.Key, kv.Value)
+			w.AddKV(kv.Key, padTokens(kv.Value, have, n))
 		}
 	}
-	return len(toks), nil
 }
 
-func addMetadata(w *gguf.Writer, s Shape, fileType uint32) {
-	a := s.Arch + "."
-	w.AddKV("general.architecture", s.Arch)
-	w.AddKV("general.name", s.Name+" (synthetic)")
-	w.AddKV("general.file_type", fileType)
-	w.AddKV("general.quantization_version", uint32(2))
-	w.AddKV(a+"vocab_size", uint32(s.VocabSize))
-	w.AddKV(a+"context_length", uint32(s.ContextLen))
-	w.AddKV(a+"embedding_length", uint32(s.Dim))
-	w.AddKV(a+"block_count", uint32(s.Layers))
-	w.AddKV(a+"feed_forward_length", uint32(s.HiddenDim))
-	w.AddKV(a+"attention.head_count", uint32(s.Heads))
-	w.AddKV(a+"attention.head_count_kv", uint32(s.KVHeads))
-	w.AddKV(a+"attention.layer_norm_rms_epsilon", s.RMSEps)
-	w.AddKV(a+"rope.freq_base", s.RopeTheta)
-	w.AddKV(a+"rope.dimension_count", uint32(s.HeadDim()))
+// tokenUnused is llama.cpp's token type of padding tokens.
+const tokenUnused = 5
+
+// padTokens extends a per-token array of have entries to n: tokens with
+// "[PADi]", types with unused, scores with -10000 (the converter's). Other
+// values (merges, ids, flags) are returned as they are.
+func padTokens(val any, have, n int) any {
+	if n == have {
+		return val
+	}
+	switch a := val.(type) {
+	case []string:
+		if len(a) == have {
+			out := append(make([]string, 0, n), a...)
+			for i := have; i < n; i++ {
+				out = append(out, fmt.Sprintf("[PAD%d]", i))
+			}
+			return out
+		}
+	case []int32:
+		if len(a) == have {
+			return padded(a, n, tokenUnused)
+		}
+	case []float32:
+		if len(a) == have {
+			return padded(a, n, -10000)
+		}
+	}
+	return val
 }
 
-// tensors lists the model's tensors in llama.cpp's order and naming.
-// Matrices are drawn with std 0.02 (the output projections scaled down by
-// √(2·layers)), norms are ones.
-func tensors(s Shape) []tensor {
-	hd, q, kv := s.HeadDim(), s.Heads*s.HeadDim(), s.KVHeads*s.HeadDim()
-	ones := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 1
-		}
-		return v
+func padded[T any](a []T, n int, fill T) []T {
+	out := append(make([]T, 0, n), a...)
+	for len(out) < n {
+		out = append(out, fill)
 	}
-	const std = 0.02
-	out := std / math.Sqrt(2*float64(s.Layers))
-	ts := []tensor{{name: "token_embd.weight", dims: []int{s.Dim, s.VocabSize}, std: std}}
-	if s.Llama3Rope != nil {
-		ts = append(ts, tensor{name: "rope_freqs.weight", dims: []int{hd / 2}, fill: s.Llama3Rope.ropeFreqs(hd, s.RopeTheta)})
-	}
-	for l := range s.Layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		ts = append(ts,
-			tensor{name: p + "attn_norm.weight", dims: []int{s.Dim}, fill: ones(s.Dim)},
-			tensor{name: p + "attn_q.weight", dims: []int{s.Dim, q}, std: std},
-			tensor{name: p + "attn_k.weight", dims: []int{s.Dim, kv}, std: std},
-			tensor{name: p + "attn_v.weight", dims: []int{s.Dim, kv}, std: std})
-		if s.Arch == "qwen2" {
-			ts = append(ts,
-				tensor{name: p + "attn_q.bias", dims: []int{q}, std: std},
-				tensor{name: p + "attn_k.bias", dims: []int{kv}, std: std},
-				tensor{name: p + "attn_v.bias", dims: []int{kv}, std: std})
-		}
-		ts = append(ts,
-			tensor{name: p + "attn_output.weight", dims: []int{q, s.Dim}, std: out},
-			tensor{name: p + "ffn_norm.weight", dims: []int{s.Dim}, fill: ones(s.Dim)},
-			tensor{name: p + "ffn_gate.weight", dims: []int{s.Dim, s.HiddenDim}, std: std},
-			tensor{name: p + "ffn_up.weight", dims: []int{s.Dim, s.HiddenDim}, std: std},
-			tensor{name: p + "ffn_down.weight", dims: []int{s.HiddenDim, s.Dim}, std: out})
-	}
-	ts = append(ts, tensor{name: "output_norm.weight", dims: []int{s.Dim}, fill: ones(s.Dim)})
-	if !s.Tied {
-		ts = append(ts, tensor{name: "output.weight", dims: []int{s.Dim, s.VocabSize}, std: std})
-	}
-	return ts
+	return out
 }
 
 // tensorType is typ for matrices, F32 for everything else.

@@ -10,6 +10,8 @@ import (
 )
 
 func TestShapes(t *testing.T) {
+	headDims := map[string]int{"llama-3.2-3b": 128, "qwen3-0.6b": 128, "qwen3-1.7b": 128, "qwen3-4b": 128,
+		"gemma-3-270m": 256, "gemma-3-1b": 256, "gemma-3-4b": 256, "phi-4-mini": 128}
 	for _, name := range Shapes() {
 		t.Run(name, func(t *testing.T) {
 			s, err := Lookup(name)
@@ -19,8 +21,15 @@ func TestShapes(t *testing.T) {
 			if err := s.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			if s.HeadDim() != 64 {
-				t.Fatalf("head dim %d, want 64 (all the listed models use 64)", s.HeadDim())
+			want := 64 // the other listed models
+			if hd, ok := headDims[name]; ok {
+				want = hd
+			}
+			if s.HeadDim() != want {
+				t.Fatalf("head dim %d, want %d", s.HeadDim(), want)
+			}
+			if s.Vocab == "" {
+				t.Fatal("no default vocabulary")
 			}
 		})
 	}
@@ -34,23 +43,46 @@ func TestShapes(t *testing.T) {
 
 func TestParseDims(t *testing.T) {
 	cases := []struct {
-		in string
-		ok bool
+		arch, in string
+		ok       bool
 	}{
-		{"64,128,2,4,2,300", true},
-		{"64,128,2,4", false},
-		{"64,128,2,5,2,300", false}, // 64 dims over 5 heads
-		{"64,128,2,4,3,300", false}, // 4 heads over 3 KV heads
-		{"64,x,2,4,2,300", false},
-		{"64,-1,2,4,2,300", false},
+		{"llama", "64,128,2,4,2,300", true},
+		{"llama", "64,128,2,4", false},
+		{"llama", "64,128,2,5,2,300", false}, // 64 dims over 5 heads
+		{"llama", "64,128,2,4,3,300", false}, // 4 heads over 3 KV heads
+		{"llama", "64,x,2,4,2,300", false},
+		{"llama", "64,-1,2,4,2,300", false},
+		{"llama", "64,128,2,4,2,300,32", true}, // a head size apart (key_length), rotated whole
+		{"qwen2", "64,128,2,4,2,300", true},
+		{"qwen3", "64,128,2,4,2,300,32", true}, // head size 32 ≠ 64/4
+		{"qwen3", "64,128,2,4,2,300,7", false}, // odd head size
+		{"gemma3", "64,128,2,4,1,300", true},
+		{"phi3", "64,128,2,4,2,300", true},     // 12 of 16 dims rotated
+		{"phi3", "64,128,2,4,2,300,32", false}, // heads × head size ≠ dim
+		{"phi3", "40,128,2,4,2,300", false},    // 30/4 = 7 rotated dims: odd
+		{"mamba", "64,128,2,4,2,300", false},
+		{"llama3", "64,128,2,4,2,300", true},
 	}
 	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			s, err := ParseDims(c.in)
+		t.Run(c.arch+"/"+c.in, func(t *testing.T) {
+			s, err := ParseArchDims(c.arch, c.in)
 			if (err == nil) != c.ok {
-				t.Fatalf("ParseDims(%q) = %+v, %v; want ok=%v", c.in, s, err, c.ok)
+				t.Fatalf("ParseArchDims(%q, %q) = %+v, %v; want ok=%v", c.arch, c.in, s, err, c.ok)
+			}
+			want := c.arch
+			if want == "llama3" {
+				want = "llama"
+			}
+			if err == nil && s.Arch != want {
+				t.Fatalf("arch %q, want %q", s.Arch, want)
 			}
 		})
+	}
+	if s, err := ParseDims("64,128,2,4,2,300"); err != nil || s.Arch != "llama" || s.Vocab != "" || s.Llama3Rope != nil || s.HeadSize != 0 {
+		t.Fatalf("ParseDims: %+v, %v; want a plain llama shape with no default vocabulary", s, err)
+	}
+	if s, err := ParseArchDims("llama3", "64,128,2,4,2,300"); err != nil || s.Arch != "llama" || s.Vocab != "llama-bpe" || s.Llama3Rope == nil || s.HeadSize != 16 {
+		t.Fatalf("llama3: %+v, %v; want a llama shape with Llama 3.2's RoPE scaling and vocabulary", s, err)
 	}
 }
 
@@ -112,7 +144,7 @@ func checkRoundTrip(t *testing.T, typ gguf.Type, src []float32, data []byte) {
 		bs = 32 // per-element formats: bound per group of 32
 	}
 	for b := 0; b < len(src); b += bs {
-		x := src[b : b+bs]
+		x := src[b:min(b+bs, len(src))] // a per-element tensor may end in a short group
 		lo, hi, amax := float64(x[0]), float64(x[0]), 0.0
 		for _, v := range x {
 			lo, hi, amax = min(lo, float64(v)), max(hi, float64(v)), max(amax, math.Abs(float64(v)))
@@ -155,15 +187,21 @@ func TestQuantizeErrorBounds(t *testing.T) {
 var tiny = Shape{Arch: "llama", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2,
 	VocabSize: 300, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5}
 
-// TestBuildRoundTrip writes tiny models of every type (and a qwen2 one),
-// parses them back, and checks metadata, tensor shapes and types, and
-// every tensor's values against its source within the type's bound.
+// TestBuildRoundTrip writes tiny models of every type (llama, qwen2) and
+// family (one 32-value and one K-quant type for the others, whose tensors
+// are quantized alike), parses them back, and checks metadata, tensor
+// shapes and types, and every tensor's values against its source within
+// the type's bound.
 func TestBuildRoundTrip(t *testing.T) {
 	qwen := tiny
 	qwen.Arch, qwen.Tied = "qwen2", true
 	qwen.Llama3Rope = &Llama3Rope{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 256}
 	for _, typ := range Types() {
-		for _, s := range []Shape{tiny, qwen} {
+		family := []Shape{tiny, qwen}
+		if typ == gguf.Q8_0 || typ == gguf.Q4_K {
+			family = append(family, tinyQwen3, tinyGemma3, tinyPhi3)
+		}
+		for _, s := range family {
 			t.Run(s.Arch+"/"+typ.String(), func(t *testing.T) {
 				o := Options{Shape: s, Type: typ, Seed: 3, Workers: 2}
 				f := buildParse(t, o)
