@@ -8,6 +8,9 @@ import (
 	"pagoda/internal/refmath"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
+	"pagoda/model/gemma3"
+	"pagoda/model/phi3"
+	"pagoda/model/qwen3"
 	"pagoda/model/synth"
 )
 
@@ -39,14 +42,27 @@ func writeSynth(t testing.TB, opt synth.Options) string {
 	return path
 }
 
-// openModel loads a GGUF model with the given options.
+// familyLoaders are the loaders of the families other than llama's: the
+// block-stack tests here (batch invariance, tensor parallelism, dual-batch
+// overlap) run every family through the same harness.
+var familyLoaders = map[string]func(*gguf.File, Options) (*Model, error){
+	"qwen3": qwen3.New, "gemma3": gemma3.New, "phi3": phi3.New,
+}
+
+// openModel loads a GGUF model with the given options, with its family's
+// loader.
 func openModel(t testing.TB, path string, opt Options) *Model {
 	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
-	m, err := New(f, opt)
+	arch, _ := f.String("general.architecture")
+	load, ok := familyLoaders[arch]
+	if !ok {
+		load = New
+	}
+	m, err := load(f, opt)
 	if err != nil {
 		f.Close()
 		t.Fatalf("load %s: %v", path, err)
