@@ -44,6 +44,13 @@ type SamplingParams struct {
 	// allowed exactly when the grammar can end, and the sequence stops with
 	// "stop" once the grammar is complete. Not with beam search.
 	Grammar *grammar.Grammar
+	// ReasoningEnd delays Grammar for a reasoning model (vLLM's
+	// reasoning_ended, with a reasoning parser): when set, the output is
+	// drawn unconstrained up to and including the first place its tokens
+	// end with this sequence (the parser's "</think>"), and the grammar
+	// constrains the tokens after it. Empty: the grammar applies from the
+	// first token. It has no effect without Grammar.
+	ReasoningEnd []int32
 }
 
 // DefaultSamplingParams returns vLLM's defaults: n 1, temperature 1, skip
@@ -114,6 +121,11 @@ func (p *SamplingParams) Validate(vocabSize int) error {
 	for _, id := range p.StopTokenIDs {
 		if id < 0 || int(id) >= vocabSize {
 			return fmt.Errorf("stop_token_ids must be in [0, %d), got %d", vocabSize, id)
+		}
+	}
+	for _, id := range p.ReasoningEnd {
+		if id < 0 || int(id) >= vocabSize {
+			return fmt.Errorf("the reasoning end tokens must be in [0, %d), got %d", vocabSize, id)
 		}
 	}
 	if p.UseBeamSearch {

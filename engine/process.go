@@ -133,11 +133,23 @@ func (e *Engine) appendToken(r *request, q *sched.Sequence, st *outputState, id 
 			e.finishSeq(r, q, st, FinishAbort, nil) // the grammar has no continuation in this vocabulary
 			return
 		}
+	} else if st.thinking {
+		startGrammar(r, q, st)
 	}
 	if reason, why := e.checkStop(r, q, st, id, n); reason != "" {
 		e.finishSeq(r, q, st, reason, why)
 	} else if st.matcher != nil && st.matcher.Terminated() {
 		e.finishSeq(r, q, st, FinishStop, nil)
+	}
+}
+
+// startGrammar starts the grammar of a sequence whose reasoning just ended:
+// its output ends with ReasoningEnd. Every token up to here was drawn
+// unconstrained; the matcher constrains the next one on.
+func startGrammar(r *request, q *sched.Sequence, st *outputState) {
+	out, end := q.Output(), r.params.ReasoningEnd
+	if len(out) >= len(end) && slices.Equal(out[len(out)-len(end):], end) {
+		st.thinking, st.matcher = false, r.grammar.NewMatcher()
 	}
 }
 

@@ -48,7 +48,8 @@ type outputState struct {
 	row      []float32 // last logits row, kept for beam search until all beams have one
 	hasRow   bool
 	text     strings.Builder  // all released text (for non-streamed outputs)
-	matcher  *grammar.Matcher // the sequence's position in the request's grammar; nil: none
+	matcher  *grammar.Matcher // the sequence's position in the request's grammar; nil: none (or not started)
+	thinking bool             // the grammar waits for the output to end with params.ReasoningEnd
 	delta    CompletionOutput
 	hasDelta bool
 }
@@ -113,7 +114,10 @@ func (e *Engine) newOutputState(r *request, index int) *outputState {
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
 		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
-	if r.grammar != nil {
+	switch {
+	case r.grammar != nil && len(p.ReasoningEnd) > 0:
+		st.thinking = true // startGrammar creates the matcher after the reasoning
+	case r.grammar != nil:
 		st.matcher = r.grammar.NewMatcher()
 	}
 	if !p.needsScores() {

@@ -43,7 +43,8 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 		return aerr
 	}
 	id := "chatcmpl-" + baseID(r)
-	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, tools: plan}
+	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, tools: plan, think: b.reasoning}
+	c.planReasoning(prompt.text, &p)
 	return b.answer(w, r, id, c, []promptInput{prompt}, p, &req.samplingFields)
 }
 
@@ -72,6 +73,9 @@ type chatRun struct {
 	n       int
 	tools   *toolPlan
 	streams map[int]*toolStream // stream: per choice, when tools may be called
+	think   *reasoningParser    // nil: no reasoning parser
+	start   splitState          // where the output begins (think set)
+	splits  map[int]*choiceSplit
 }
 
 // response is the answer to a request without stream: its one prompt's
@@ -79,7 +83,7 @@ type chatRun struct {
 func (c *chatRun) response(ts []*tracker) any {
 	t := ts[0]
 	resp := chatResponse{response: response[chatChoice]{ID: c.id, Object: "chat.completion", Created: c.created,
-		Model: c.b.name, Usage: totalUsage([]*tracker{t})}}
+		Model: c.b.name, Usage: c.reasoningUsage(totalUsage([]*tracker{t}), t.outs)}}
 	if c.req.PromptLogprobs != nil {
 		resp.PromptLogprobs = vllmPromptLogprobs(c.b.tok, t.prompt, t.promptLP, *c.req.PromptLogprobs)
 	}
@@ -96,12 +100,29 @@ func (c *chatRun) response(ts []*tracker) any {
 	return resp
 }
 
-// message is the assistant message of a finished output: its text, or
-// the tool calls read from it (content null when nothing else was said).
+// message is the assistant message of a finished output: its reasoning,
+// if a reasoning parser runs, and its answer.
 func (c *chatRun) message(o engine.CompletionOutput) chatOutput {
-	content, calls, ok := c.tools.calls(o.Text)
+	if c.think == nil {
+		return c.answerMessage(o.Text)
+	}
+	reasoning, content, thought := c.think.split(o.Text, c.start)
+	m := c.answerMessage(content)
+	if content == "" && thought {
+		m.Content = nil // as vLLM: the model thought and gave no answer (yet)
+	}
+	if reasoning != "" && c.includeReasoning() {
+		m.ReasoningContent = &reasoning
+	}
+	return m
+}
+
+// answerMessage is the message of an answer's text: the text, or the tool
+// calls read from it (content null when nothing else was said).
+func (c *chatRun) answerMessage(text string) chatOutput {
+	content, calls, ok := c.tools.calls(text)
 	if !ok {
-		return chatOutput{Role: "assistant", Content: ptr(o.Text)}
+		return chatOutput{Role: "assistant", Content: ptr(text)}
 	}
 	m := chatOutput{Role: "assistant", ToolCalls: calls}
 	if content != "" {
@@ -119,8 +140,9 @@ func (c *chatRun) callsFinish(calls []toolCall) bool {
 
 func ptr[T any](v T) *T { return &v }
 
-// stream sends each choice's role first, then one chunk per output delta
-// (see toolStream when tools may be called).
+// stream sends each choice's role first, then one chunk per output delta:
+// its reasoning part, if a reasoning parser runs, and its answer part (see
+// toolStream when tools may be called).
 func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 	empty := ""
 	for i := range c.n {
@@ -129,31 +151,46 @@ func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 		}
 	}
 	ok := c.b.relay(ctx, out, ts, func(_ int, o engine.CompletionOutput) any {
-		if c.tools.mode != toolsNone {
-			return c.toolChunk(o, ts[0].outs[o.Index])
+		full := ts[0].outs[o.Index]
+		var reasoning string
+		if c.think != nil {
+			o, full, reasoning = c.splitDelta(o, full)
 		}
-		ch := chatChunkChoice{Index: o.Index, finish: finishOf(o)}
-		if o.Text != "" {
-			text := o.Text
-			ch.Delta.Content = &text
+		var v any
+		switch {
+		case c.tools.mode == toolsNone:
+			v = c.textChunk(o)
+		case c.think == nil || o.Text != "" || o.FinishReason != "":
+			v = c.toolChunk(o, full) // not before the answer begins: a named call's header waits for it
 		}
-		if c.req.Logprobs && len(o.Logprobs) > 0 {
-			ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
-		}
-		if ch.Delta.Content == nil && ch.FinishReason == nil && ch.Logprobs == nil {
-			return nil
-		}
-		return c.chunk(ch)
+		return c.addReasoning(v, o, reasoning)
 	})
 	if !ok {
 		return
 	}
 	if c.req.includeUsage() {
 		u := c.chunk()
-		u.Usage = totalUsage(ts)
+		u.Usage = c.reasoningUsage(totalUsage(ts), ts[0].outs)
 		out.send(u)
 	}
 	out.done()
+}
+
+// textChunk is the chunk of an output delta o without tools (nil: nothing
+// to send).
+func (c *chatRun) textChunk(o engine.CompletionOutput) any {
+	ch := chatChunkChoice{Index: o.Index, finish: finishOf(o)}
+	if o.Text != "" {
+		text := o.Text
+		ch.Delta.Content = &text
+	}
+	if c.req.Logprobs && len(o.Logprobs) > 0 {
+		ch.Logprobs = chatTokenLogprobs(c.b.tok, o.Logprobs)
+	}
+	if ch.Delta.Content == nil && ch.FinishReason == nil && ch.Logprobs == nil {
+		return nil
+	}
+	return c.chunk(ch)
 }
 
 // chunk wraps choices in a chat.completion.chunk.
@@ -166,9 +203,10 @@ func (c *chatRun) chunk(choices ...chatChunkChoice) chatChunk {
 
 // heldChunk is the whole of a held choice, sent when it finishes: its
 // content and tool calls in one delta (OpenAI's shape: index, id, type and
-// the function's name and arguments for each call).
+// the function's name and arguments for each call). o is the whole output,
+// its reasoning left out when a reasoning parser runs.
 func (c *chatRun) heldChunk(o engine.CompletionOutput) chatChunk {
-	m := c.message(o)
+	m := c.answerMessage(o.Text)
 	ch := chatChunkChoice{Index: o.Index, Delta: chatDelta{Content: m.Content}, finish: finishOf(o)}
 	for i, tc := range m.ToolCalls {
 		ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, toolCallDelta{Index: i, ID: tc.ID, Type: tc.Type, Function: tc.Function})

@@ -26,7 +26,7 @@ var unsupportedFields = map[string]string{
 	"store":                     "stored completions are not supported",
 	"metadata":                  "stored completions are not supported",
 	"service_tier":              "service tiers are not supported",
-	"reasoning_effort":          "reasoning models are not supported",
+	"reasoning_effort":          "the qwen3 and deepseek_r1 reasoning parsers have no effort levels; use chat_template_kwargs (e.g. enable_thinking)",
 	"web_search_options":        "web search is not supported",
 	"truncate_prompt_tokens":    "prompt truncation is not supported; send a shorter prompt",
 	"guided_whitespace_pattern": "a custom whitespace pattern is not supported",

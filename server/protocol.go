@@ -77,6 +77,9 @@ type chatRequest struct {
 	ContinueFinalMessage bool           `json:"continue_final_message"`
 	AddSpecialTokens     bool           `json:"add_special_tokens"`
 	ChatTemplateKwargs   map[string]any `json:"chat_template_kwargs"`
+	// IncludeReasoning false leaves the reasoning out of the response
+	// (vLLM's and SGLang's include_reasoning); it is still generated.
+	IncludeReasoning *bool `json:"include_reasoning"`
 
 	// Tool calling (tools.go).
 	Tools             []toolDef       `json:"tools"`
@@ -115,16 +118,22 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// usage is OpenAI's token accounting.
+// usage is OpenAI's token accounting. CompletionTokensDetails is set on
+// chat completions when a reasoning parser runs.
 type usage struct {
-	PromptTokens        int            `json:"prompt_tokens"`
-	CompletionTokens    int            `json:"completion_tokens"`
-	TotalTokens         int            `json:"total_tokens"`
-	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
+	PromptTokens            int                `json:"prompt_tokens"`
+	CompletionTokens        int                `json:"completion_tokens"`
+	TotalTokens             int                `json:"total_tokens"`
+	PromptTokensDetails     *promptDetails     `json:"prompt_tokens_details"`
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
 }
 
 type promptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
+}
+
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 func newUsage(prompt, completion, cached int) *usage {
@@ -195,11 +204,13 @@ type chatChoice struct {
 }
 
 // chatOutput is the message of a choice: content is null when the model
-// answered with tool calls only.
+// answered with tool calls only, or thought and gave no answer.
+// ReasoningContent is the reasoning a reasoning parser read (vLLM's field).
 type chatOutput struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 }
 
 // chatChunk is one chunk of a streamed chat completion (object
@@ -214,9 +225,10 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // chatLogprobs is the chat logprobs shape. Bytes are JSON numbers (a

@@ -85,6 +85,10 @@ type Options struct {
 	// --tool-call-parser.
 	EnableAutoToolChoice bool
 	ToolCallParser       string
+	// ReasoningParser, one of ReasoningParsers(), splits the output of
+	// chat requests into reasoning_content and content: vLLM's
+	// --reasoning-parser. "" turns it off.
+	ReasoningParser string
 	// BodyTimeout bounds reading a request's body; 0 means 60 s. A body
 	// that does not arrive in time gets a 400 and the connection is closed.
 	BodyTimeout time.Duration
@@ -123,7 +127,8 @@ type backend struct {
 	m                *metrics
 	maxBody          int64
 	bodyTimeout      time.Duration
-	toolParser       string // auto tool choice's parser; "": auto tool choice is off
+	toolParser       string           // auto tool choice's parser; "": auto tool choice is off
+	reasoning        *reasoningParser // nil: no reasoning parser
 	grammars         grammarCache
 	maxQueue         int
 	live             sync.Map // engine request ids in use (claimID)
@@ -183,6 +188,13 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 			return errors.New("--enable-auto-tool-choice needs --tool-call-parser")
 		}
 		b.toolParser = s.opts.ToolCallParser
+	}
+	if p := s.opts.ReasoningParser; p != "" {
+		rp, err := newReasoningParser(p, tok)
+		if err != nil {
+			return err
+		}
+		b.reasoning = rp
 	}
 	if src != "" {
 		t, err := tokenizer.CompileTemplate(src)

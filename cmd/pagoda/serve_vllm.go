@@ -26,6 +26,7 @@ type vllmServeFlags struct {
 	allowCredentials               bool
 	autoToolChoice                 bool
 	toolCallParser                 string
+	reasoningParser                string
 }
 
 func (v *vllmServeFlags) register(fs *flag.FlagSet) {
@@ -53,6 +54,9 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 		`let chat requests with tools use tool_choice "auto": outputs are parsed for calls by --tool-call-parser`)
 	fs.StringVar(&v.toolCallParser, "tool-call-parser", "",
 		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), " (<tool_call>{…}</tool_call>), ")+" (JSON objects)")
+	fs.StringVar(&v.reasoningParser, "reasoning-parser", "",
+		"split a thinking model's chat output into reasoning_content (<think>…</think>) and content: "+
+			strings.Join(server.ReasoningParsers(), " or "))
 }
 
 // apply checks the vLLM flags and sets them on opts. --generation-config
@@ -85,6 +89,10 @@ func (v *vllmServeFlags) apply(opts *server.Options) error {
 		return fmt.Errorf("--tool-call-parser must be %s, got %q", strings.Join(server.ToolCallParsers(), " or "), p)
 	}
 	opts.EnableAutoToolChoice, opts.ToolCallParser = v.autoToolChoice, v.toolCallParser
+	if p := v.reasoningParser; p != "" && !slices.Contains(server.ReasoningParsers(), p) {
+		return fmt.Errorf("--reasoning-parser must be %s, got %q", strings.Join(server.ReasoningParsers(), " or "), p)
+	}
+	opts.ReasoningParser = v.reasoningParser
 	opts.LogRequests = v.enableLogRequests && !v.disableLogs
 	opts.LogAccess = v.logLevel <= levelDebug && !v.disableAccessLog
 	opts.CORS = &server.CORS{AllowedOrigins: v.origins, AllowedMethods: v.methods, AllowedHeaders: v.headers,
