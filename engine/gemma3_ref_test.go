@@ -8,7 +8,11 @@ import (
 )
 
 // gemma3Arithmetics are the bounds of the Gemma 3 270M comparisons, set
-// from the measurement (see testdata/reference/README.md).
+// from the measurement (2026-11-27): 640 positions, exact and fast both
+// 631 (98.6%), disagreements within 0.18 and 0.42 nats, largest |Δ
+// logprob| 0.317 and 0.242; the long case 32/32 and 31/32. llama.cpp's
+// own two paths (n_batch 1 and 512) part on 6 of the 10 prompts: Gemma 3
+// is sensitive to the batching of a prompt.
 var gemma3Arithmetics = []teacherArithmetic{
 	{"exact", func(c *Config) { c.ExactArithmetic = true }, 0.98, 0.2, 0.5},
 	{"fast", func(c *Config) { c.ExactArithmetic = false }, 0.96, 0.5, 0.5},
@@ -40,10 +44,16 @@ func TestGemma3SlidingWindow(t *testing.T) {
 // its single-token decode graph, which the exact arithmetic reproduces op
 // for op): the same ids on every prompt, log-probabilities within 1e-4.
 func TestGemma3Greedy(t *testing.T) {
-	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.json"))
-	e := newTestEngine(t, testmodel.Gemma3(t), func(c *Config) {
+	checkGreedy(t, testmodel.Gemma3(t), readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.json")))
+}
+
+// checkGreedy decodes ref's prompts greedily with the exact arithmetic on
+// the model at path: llama.cpp's ids at every step, log-probabilities
+// within 1e-4.
+func checkGreedy(t *testing.T, path string, ref reference) {
+	e := newTestEngine(t, path, func(c *Config) {
 		*c = DefaultConfig(c.Model)
-		c.MaxModelLen, c.ExactArithmetic = 512, true
+		c.MaxModelLen, c.ExactArithmetic = 1024, true
 	})
 	var reqs []Request
 	for _, c := range ref.Cases {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs pristine copies of llama.cpp's vocabulary-only test GGUFs into the model cache
+# Installs pristine copies of llama.cpp's vocabulary-only test GGUFs (and the qwen2 and llama-bpe
+# vocabularies the synthetic Qwen3 and Llama 3 test models copy) into the model cache
 # ($PAGODA_MODELS/ggml-vocab, default ~/.cache/pagoda/models/ggml-vocab); `make vocab` runs it,
 # and `make test` through it. The tokenizer and gguf tests read them (internal/testmodel.Vocab);
 # their text test vectors (.inp/.out) are committed in testdata/ggml-vocab.
@@ -20,6 +21,8 @@ declare -A sums=(
   [ggml-vocab-gpt-2.gguf]=cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac
   [ggml-vocab-phi-3.gguf]=967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
   [ggml-vocab-deepseek-llm.gguf]=867f77537b54565f0d81d508c04edc41aa1d4ffc1a92745f225b4c1b02755f76
+  [ggml-vocab-qwen2.gguf]=44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c
+  [ggml-vocab-llama-bpe.gguf]=97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e
 )
 
 have_all=1
