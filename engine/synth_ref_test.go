@@ -88,6 +88,9 @@ func TestSynthFamilies(t *testing.T) {
 			ref := "testdata/reference/synth-" + f.family + "-q8_0"
 			t.Run("greedy", func(t *testing.T) { checkGreedy(t, path, readReference(t, testmodel.RepoFile(t, ref+".json"))) })
 			teacher := readReference(t, testmodel.RepoFile(t, ref+".teacher.json"))
+			if testing.Short() {
+				teacher.Cases = teacher.Cases[:3]
+			}
 			checkTeacherForced(t, path, teacher, 1024, synthArithmetics)
 			if f.long {
 				long := readReference(t, testmodel.RepoFile(t, ref+".long.json"))
