@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // KVType is the element type of a paged KV cache.
 type KVType int
@@ -11,7 +14,36 @@ const (
 	KVBF16               // bfloat16, rounded to nearest even on write
 )
 
-// KVLayer is one layer of a paged KV cache. K and V are laid out as
+// kvTypeNames are the KV types' names, as String writes and ParseKVType
+// reads them.
+var kvTypeNames = [...]string{KVF32: "f32", KVF16: "f16", KVBF16: "bf16"}
+
+func (t KVType) String() string {
+	if t >= 0 && int(t) < len(kvTypeNames) {
+		return kvTypeNames[t]
+	}
+	return fmt.Sprintf("kvtype(%d)", int(t))
+}
+
+// Size is the bytes per element.
+func (t KVType) Size() int {
+	if t == KVF32 {
+		return 4
+	}
+	return 2
+}
+
+// ParseKVType parses "f32", "f16" or "bf16".
+func ParseKVType(s string) (KVType, error) {
+	if i := slices.Index(kvTypeNames[:], s); i >= 0 {
+		return KVType(i), nil
+	}
+	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16)", s)
+}
+
+// KVLayer is one layer of a paged KV cache: the one description of the KV
+// cache's memory layout (model.KVCache holds one per layer). K and V are
+// laid out as
 // (block, kvHead, offset, headDim): cache slot s (block s/BlockSize,
 // offset s%BlockSize) holds KV head g of one token's keys at
 // K[RowOffset(s, g):][:HeadDim] and its values at the same offset of V, so
@@ -33,6 +65,10 @@ func (l *KVLayer) RowOffset(s, g int) int {
 	bs, hd := l.BlockSize, l.HeadDim
 	return ((s/bs*l.KVHeads+g)*bs + s%bs) * hd
 }
+
+// BlockElems is the number of K (or V) elements of one block: BlockSize ·
+// KVHeads · HeadDim, contiguous from block b's first element b·BlockElems.
+func (l *KVLayer) BlockElems() int { return l.BlockSize * l.KVHeads * l.HeadDim }
 
 // Slots is the number of token slots in the layer.
 func (l *KVLayer) Slots() int {

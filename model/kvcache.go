@@ -2,58 +2,42 @@ package model
 
 import (
 	"fmt"
-	"slices"
+
+	"pagoda/kernels"
 )
 
-// KVType is the element type of the paged KV cache.
-type KVType int
+// KVType is the element type of the paged KV cache (kernels.KVType: f32,
+// f16, bf16).
+type KVType = kernels.KVType
 
+// The KV cache element types.
 const (
-	KVF32 KVType = iota
-	KVF16
-	KVBF16
+	KVF32  = kernels.KVF32
+	KVF16  = kernels.KVF16
+	KVBF16 = kernels.KVBF16
 )
-
-// kvTypeNames are the KV types' names, as String writes and ParseKVType
-// reads them.
-var kvTypeNames = [...]string{KVF32: "f32", KVF16: "f16", KVBF16: "bf16"}
-
-func (t KVType) String() string {
-	if t >= 0 && int(t) < len(kvTypeNames) {
-		return kvTypeNames[t]
-	}
-	return fmt.Sprintf("kvtype(%d)", int(t))
-}
-
-// Size is the bytes per element.
-func (t KVType) Size() int {
-	if t == KVF32 {
-		return 4
-	}
-	return 2
-}
 
 // ParseKVType parses "f32", "f16" or "bf16".
-func ParseKVType(s string) (KVType, error) {
-	if i := slices.Index(kvTypeNames[:], s); i >= 0 {
-		return KVType(i), nil
-	}
-	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16)", s)
-}
+func ParseKVType(s string) (KVType, error) { return kernels.ParseKVType(s) }
 
-// KVCache is the device memory of the paged KV cache: for every layer, a K
-// and a V array laid out as (block, slot, kvHead, headDim). Slot s of the
-// whole cache is block s/BlockSize, offset s%BlockSize. For f32 the data is
-// in K32/V32; for f16 and bf16 it is the raw 16-bit pattern in K16/V16.
-// Which blocks hold what is decided by the block manager, not here.
+// KVCache is the memory of a paged KV cache (vLLM's KV cache tensors; the
+// block manager, package kvcache, only decides which blocks hold what):
+// one kernels.KVLayer per model layer, each NumBlocks blocks of BlockSize
+// token slots, laid out as kernels.KVLayer describes. Block b of every
+// layer is one contiguous run of BlockElems elements of K and of V, which
+// is what swaps and copies move.
 type KVCache struct {
-	Type      KVType
 	NumBlocks int
 	BlockSize int
-	KVHeads   int
-	HeadDim   int
-	K32, V32  [][]float32 // (layer)(block, kvHead, slot, headDim), Type == KVF32
-	K16, V16  [][]uint16  // (layer)(block, kvHead, slot, headDim), Type != KVF32
+	Layers    []kernels.KVLayer
+}
+
+// Type is the cache's element type.
+func (c *KVCache) Type() KVType {
+	if len(c.Layers) == 0 {
+		return KVF32
+	}
+	return c.Layers[0].Type
 }
 
 // NewKVCache allocates a zeroed cache, in ordinary pages: the kernel
@@ -67,16 +51,19 @@ func NewKVCache(layers, numBlocks, blockSize, kvHeads, headDim int, t KVType) (*
 		return nil, fmt.Errorf("kv cache: invalid shape layers=%d blocks=%d blockSize=%d kvHeads=%d headDim=%d",
 			layers, numBlocks, blockSize, kvHeads, headDim)
 	}
-	c := &KVCache{Type: t, NumBlocks: numBlocks, BlockSize: blockSize, KVHeads: kvHeads, HeadDim: headDim}
+	if t != KVF32 && t != KVF16 && t != KVBF16 {
+		return nil, fmt.Errorf("kv cache: unknown element type %v", t)
+	}
+	c := &KVCache{NumBlocks: numBlocks, BlockSize: blockSize}
 	n := numBlocks * blockSize * kvHeads * headDim
 	for range layers {
+		l := kernels.KVLayer{Type: t, BlockSize: blockSize, KVHeads: kvHeads, HeadDim: headDim}
 		if t == KVF32 {
-			c.K32 = append(c.K32, make([]float32, n))
-			c.V32 = append(c.V32, make([]float32, n))
+			l.K32, l.V32 = make([]float32, n), make([]float32, n)
 		} else {
-			c.K16 = append(c.K16, make([]uint16, n))
-			c.V16 = append(c.V16, make([]uint16, n))
+			l.K16, l.V16 = make([]uint16, n), make([]uint16, n)
 		}
+		c.Layers = append(c.Layers, l)
 	}
 	return c, nil
 }
@@ -85,6 +72,3 @@ func NewKVCache(layers, numBlocks, blockSize, kvHeads, headDim int, t KVType) (*
 func BlockBytes(layers, blockSize, kvHeads, headDim int, t KVType) int {
 	return 2 * layers * blockSize * kvHeads * headDim * t.Size()
 }
-
-// SlotStride is the number of elements between consecutive slots.
-func (c *KVCache) SlotStride() int { return c.KVHeads * c.HeadDim }

@@ -8,9 +8,10 @@ import (
 )
 
 // CacheEngine owns the KV memory: the device cache the model reads and
-// writes, and the host swap space, both laid out as (block, slot, kvHead,
-// headDim) per layer. It executes the block operations of a step (vLLM's
-// CacheEngine: swap_in, swap_out, copy) before the forward pass.
+// writes, and the host swap space, both model.KVCache (laid out as
+// kernels.KVLayer describes). It executes the block operations of a step
+// (vLLM's CacheEngine: swap_in, swap_out, copy) before the forward pass;
+// which blocks hold what is the block manager's (package kvcache).
 type CacheEngine struct {
 	Device *model.KVCache
 	Host   *model.KVCache // nil when there is no swap space
@@ -53,14 +54,16 @@ func (ce *CacheEngine) Apply(swapOut, swapIn []kvcache.Swap, copies []kvcache.Co
 
 // copyBlock copies block src of from into block dst of to, every layer, K and V.
 func copyBlock(to *model.KVCache, dst int32, from *model.KVCache, src int32) {
-	n := from.BlockSize * from.SlotStride()
-	d, s := int(dst)*n, int(src)*n
-	for l := range from.K32 {
-		copy(to.K32[l][d:d+n], from.K32[l][s:s+n])
-		copy(to.V32[l][d:d+n], from.V32[l][s:s+n])
-	}
-	for l := range from.K16 {
-		copy(to.K16[l][d:d+n], from.K16[l][s:s+n])
-		copy(to.V16[l][d:d+n], from.V16[l][s:s+n])
+	for l := range from.Layers {
+		f, t := &from.Layers[l], &to.Layers[l]
+		n := f.BlockElems()
+		d, s := int(dst)*n, int(src)*n
+		if f.Type == model.KVF32 {
+			copy(t.K32[d:d+n], f.K32[s:s+n])
+			copy(t.V32[d:d+n], f.V32[s:s+n])
+		} else {
+			copy(t.K16[d:d+n], f.K16[s:s+n])
+			copy(t.V16[d:d+n], f.V16[s:s+n])
+		}
 	}
 }

@@ -107,11 +107,11 @@ func TestCacheEngineApply(t *testing.T) {
 	f := newFixture(t)
 	ce := f.r.Cache()
 	dev, host := ce.Device, ce.Host
-	n := dev.BlockSize * dev.SlotStride()
-	for l := range dev.K16 {
+	n := dev.Layers[0].BlockElems()
+	for l := range dev.Layers {
 		for i := range n {
-			dev.K16[l][3*n+i] = uint16(l*1000 + i)
-			dev.V16[l][3*n+i] = uint16(l*2000 + i)
+			dev.Layers[l].K16[3*n+i] = uint16(l*1000 + i)
+			dev.Layers[l].V16[3*n+i] = uint16(l*2000 + i)
 		}
 	}
 	if err := ce.Apply([]kvcache.Swap{{Src: 3, Dst: 5}}, nil, nil); err != nil {
@@ -120,9 +120,9 @@ func TestCacheEngineApply(t *testing.T) {
 	if err := ce.Apply(nil, []kvcache.Swap{{Src: 5, Dst: 9}}, []kvcache.Copy{{Src: 9, Dst: 11}}); err != nil {
 		t.Fatal(err)
 	}
-	for l := range dev.K16 {
+	for l := range dev.Layers {
 		for i := range n {
-			if host.K16[l][5*n+i] != uint16(l*1000+i) || dev.V16[l][11*n+i] != uint16(l*2000+i) {
+			if host.Layers[l].K16[5*n+i] != uint16(l*1000+i) || dev.Layers[l].V16[11*n+i] != uint16(l*2000+i) {
 				t.Fatalf("layer %d element %d not moved", l, i)
 			}
 		}

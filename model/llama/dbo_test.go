@@ -111,8 +111,9 @@ func checkDBO(t *testing.T, path string, n int, steps int) {
 		}
 	}
 	for r := range n {
-		for l := range kvs[r][0].K32 {
-			if !slices.Equal(kvs[r][0].K32[l], kvs[r][1].K32[l]) || !slices.Equal(kvs[r][0].V32[l], kvs[r][1].V32[l]) {
+		for l := range kvs[r][0].Layers {
+			a, b := &kvs[r][0].Layers[l], &kvs[r][1].Layers[l]
+			if !slices.Equal(a.K32, b.K32) || !slices.Equal(a.V32, b.V32) {
 				t.Fatalf("rank %d layer %d: the KV cache differs with DBO", r, l)
 			}
 		}

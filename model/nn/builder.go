@@ -176,7 +176,7 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 	if len(blocks) != cfg.Layers {
 		return nil, fmt.Errorf("%s: %d blocks for %d layers", cfg.Arch, len(blocks), cfg.Layers)
 	}
-	m := &Model{cfg: cfg, lc: cfg, f: b.F, opt: opt, layers: blocks, scale: b.EmbedScale, softcap: b.Softcap}
+	m := &Model{cfg: cfg, local: cfg, f: b.F, opt: opt, layers: blocks, scale: b.EmbedScale, softcap: b.Softcap}
 	m.embd = b.Matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
 	m.outNorm = b.Vector("output_norm.weight", cfg.Dim)
 	m.output = m.embd
@@ -188,20 +188,20 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 	}
 	var err error
 	if tp := opt.TensorParallel; tp != nil && tp.Size() > 1 {
-		if m.lc, err = localConfig(cfg, tp.Size()); err != nil {
+		if m.local, err = localConfig(cfg, tp.Size()); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
 		}
-		m.sh = shard{tp: tp, rank: tp.Rank(), size: tp.Size()}
+		m.tp = shard{comm: tp, rank: tp.Rank(), size: tp.Size()}
 		for i := range m.layers {
 			for _, l := range m.layers[i].linears() {
-				if err := l.split(m.sh.rank, m.sh.size); err != nil {
+				if err := l.split(m.tp.rank, m.tp.size); err != nil {
 					return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
 				}
 			}
 		}
 	}
 	m.packWeights(arithmeticOf(opt))
-	if m.sh.tp != nil {
+	if m.tp.comm != nil {
 		if err := m.releaseUnused(); err != nil {
 			return nil, err
 		}
@@ -214,8 +214,8 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 		m.ropes = append(m.ropes, r)
 	}
 	m.pool = kernels.NewPool(opt.Threads)
-	if m.sh.tp != nil {
-		m.pool.SetBetween(m.sh.progress) // drive in-flight all-reduces between kernel tasks
+	if m.tp.comm != nil {
+		m.pool.SetBetween(m.tp.progress) // drive in-flight all-reduces between kernel tasks
 	}
 	return m, nil
 }
@@ -253,7 +253,7 @@ func arithmeticOf(opt Options) arithmetic {
 // leaves the output unpacked (it never reads it).
 func (m *Model) packWeights(a arithmetic) {
 	switch {
-	case !m.sh.logits():
+	case !m.tp.logits():
 	case m.untied || a == arithFast:
 		m.output = packFor(a, m.output)
 	default:

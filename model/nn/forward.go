@@ -41,8 +41,8 @@ func (m *Model) Forward(b *model.Batch, kv *model.KVCache, logits []float32) err
 	if err := m.check(kv, b, logits); err != nil {
 		return err
 	}
-	m.ub[0] = ubatch{b: b, s: &m.s[0], logits: logits}
-	return m.run(m.ub[:1], kv)
+	m.micro[0] = ubatch{b: b, s: &m.s[0], logits: logits}
+	return m.run(m.micro[:1], kv)
 }
 
 // ForwardMicroBatches runs two micro-batches of one step with dual-batch
@@ -59,9 +59,9 @@ func (m *Model) ForwardMicroBatches(a, b *model.Batch, kv *model.KVCache, la, lb
 	if err := m.checkBatch(b, kv, lb); err != nil {
 		return err
 	}
-	m.ub[0] = ubatch{b: a, s: &m.s[0], logits: la}
-	m.ub[1] = ubatch{b: b, s: &m.s[1], logits: lb}
-	return m.run(m.ub[:2], kv)
+	m.micro[0] = ubatch{b: a, s: &m.s[0], logits: la}
+	m.micro[1] = ubatch{b: b, s: &m.s[1], logits: lb}
+	return m.run(m.micro[:2], kv)
 }
 
 // CommTimes is the communication time of the last forward pass
@@ -69,7 +69,7 @@ func (m *Model) ForwardMicroBatches(a, b *model.Batch, kv *model.KVCache, la, lb
 func (m *Model) CommTimes() model.CommTimes {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.sh.times
+	return m.tp.times
 }
 
 // check validates the model state, cache and batch before a pass.
@@ -88,13 +88,13 @@ func (m *Model) check(kv *model.KVCache, b *model.Batch, logits []float32) error
 // cache → paged attention; with project, also the output projection s.xb
 // = O·att (in the same pool job as the attention).
 func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []int32, n int, project bool) {
-	c, at := &m.lc, &ly.Attn
+	c, at := &m.local, &ly.Attn
 	qd, kd, half := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Rope.Dim/2
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: at.Q.W}
 	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: at.K.W}
 	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: at.V.W}
 	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.AttnNorm, c.RMSEps, n)
-	m.sh.progress()
+	m.tp.progress()
 	rope := m.ropes[at.Rope]
 	cosr, sinr := s.cos[at.Rope], s.sin[at.Rope]
 	for i := range n {
@@ -122,14 +122,14 @@ func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []in
 		}
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
-	m.sh.progress()
+	m.tp.progress()
 	s.attn.Window, s.attn.Scale = at.Window, at.Scale
 	if project {
 		m.pool.AttentionMatMul(&s.attn, kv, s.xb, at.O.W)
 	} else {
 		m.pool.Attention(&s.attn, kv)
 	}
-	m.sh.progress()
+	m.tp.progress()
 }
 
 // everyRow reports whether idx lists every row of n in order (every
@@ -147,13 +147,13 @@ func everyRow(idx []int32, n int) bool {
 }
 
 // gatherLogitRows copies the residual and attention rows listed in idx
-// into s.gx and s.ga and returns s.gx.
+// into s.logitX and s.logitAtt and returns s.logitX.
 func (m *Model) gatherLogitRows(s *scratch, idx []int32) []float32 {
-	c := &m.lc
+	c := &m.local
 	qd := c.Heads * c.HeadDim
 	for j, i := range idx {
-		copy(s.gx[j*c.Dim:(j+1)*c.Dim], s.x[int(i)*c.Dim:])
-		copy(s.ga[j*qd:(j+1)*qd], s.att[int(i)*qd:])
+		copy(s.logitX[j*c.Dim:(j+1)*c.Dim], s.x[int(i)*c.Dim:])
+		copy(s.logitAtt[j*qd:(j+1)*qd], s.att[int(i)*qd:])
 	}
-	return s.gx
+	return s.logitX
 }

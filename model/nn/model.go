@@ -59,8 +59,8 @@ func Register(arch string, load func(f *gguf.File, o Options) (*Model, error)) {
 // owns a kernels.Pool and scratch buffers reused across calls.
 type Model struct {
 	cfg     model.Config // the whole model's shape
-	lc      model.Config // this rank's shape (cfg with one rank)
-	sh      shard
+	local   model.Config // this rank's shape (cfg with one rank)
+	tp      shard        // this rank's part of tensor parallelism
 	opt     Options
 	f       *gguf.File
 	embd    kernels.Weight // (VocabSize, Dim) token embeddings
@@ -73,9 +73,9 @@ type Model struct {
 	ropes   []*kernels.Rope
 	pool    *kernels.Pool
 
-	mu sync.Mutex // serialises Forward; guards s and ub
-	s  [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
-	ub [2]ubatch
+	mu    sync.Mutex // serialises Forward; guards s and micro
+	s     [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
+	micro [2]ubatch
 }
 
 // Config returns the model's shape.
@@ -87,7 +87,7 @@ func (m *Model) NewKVCache(numBlocks, blockSize int, dtype model.KVType) (*model
 	if dtype != model.KVF32 && dtype != model.KVF16 && dtype != model.KVBF16 {
 		return nil, fmt.Errorf("%s: unknown KV cache type %v", m.cfg.Arch, dtype)
 	}
-	return model.NewKVCache(m.lc.Layers, numBlocks, blockSize, m.lc.KVHeads, m.lc.HeadDim, dtype)
+	return model.NewKVCache(m.local.Layers, numBlocks, blockSize, m.local.KVHeads, m.local.HeadDim, dtype)
 }
 
 // Close stops the worker pool and closes the GGUF file.
@@ -126,8 +126,8 @@ func (m *Model) Matrices() []Matrix {
 
 // Reducer is the tensor-parallel communicator the model was loaded with
 // (nil with one rank).
-func (m *Model) Reducer() model.Reducer { return m.sh.tp }
+func (m *Model) Reducer() model.Reducer { return m.tp.comm }
 
 // LocalConfig is this rank's shape: Config with the heads, KV heads and
 // hidden units of its shard.
-func (m *Model) LocalConfig() model.Config { return m.lc }
+func (m *Model) LocalConfig() model.Config { return m.local }

@@ -19,7 +19,7 @@ package nn
 // what the rank reads: the token embeddings' rows of the tokens it embeds,
 // and the unpacked rows of its own shard.
 func (m *Model) releaseUnused() error {
-	r, n := m.sh.rank, m.sh.size
+	r, n := m.tp.rank, m.tp.size
 	for i := range m.layers {
 		for _, l := range m.layers[i].linears() {
 			if !l.whole {
@@ -48,7 +48,7 @@ func (m *Model) releaseUnused() error {
 			}
 		}
 	}
-	if m.untied && (!m.sh.logits() || m.output.ReadsCopy()) {
+	if m.untied && (!m.tp.logits() || m.output.ReadsCopy()) {
 		return m.f.Release("output.weight", 0, int64(m.cfg.VocabSize*m.output.RowBytes()))
 	}
 	return nil

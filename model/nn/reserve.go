@@ -5,5 +5,5 @@ package nn
 func (m *Model) Reserve(numTokens, numLogits int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.s[0].size(m.lc, len(m.ropes), numTokens, numLogits)
+	m.s[0].size(m.local, len(m.ropes), numTokens, numLogits)
 }

@@ -9,22 +9,22 @@ import (
 // largest batch seen and are reused, so a steady-state step allocates
 // nothing. n is the batch's token count, m its number of logit rows.
 type scratch struct {
-	x    []float32   // (n, Dim) residual stream
-	xb   []float32   // (n, Dim) normalised input, then block output
-	q    []float32   // (n, Heads·HeadDim) queries
-	k, v []float32   // (n, KVHeads·HeadDim) keys and values of the new tokens
-	att  []float32   // (n, Heads·HeadDim) attention output
-	gate []float32   // (n, HiddenDim) gate projection, then SwiGLU output
-	up   []float32   // (n, HiddenDim) up projection
-	cos  [][]float32 // (ropes)(n, RopeDim/2) rotation of every token's position
-	sin  [][]float32 // (ropes)(n, RopeDim/2)
-	gx   []float32   // (m, Dim) residual rows that produce logits
-	ga   []float32   // (m, Heads·HeadDim) their attention output
-	kv   []kernels.KVLayer
-	attn kernels.Attention
-	mm   [3]kernels.MatMulOut // products of one MatMulN call
-	mlp  kernels.MLP          // weights of the current Pool.MLP call
-	mlpb kernels.MLPBuffers   // its activations
+	x        []float32   // (n, Dim) residual stream
+	xb       []float32   // (n, Dim) normalised input, then block output
+	q        []float32   // (n, Heads·HeadDim) queries
+	k, v     []float32   // (n, KVHeads·HeadDim) keys and values of the new tokens
+	att      []float32   // (n, Heads·HeadDim) attention output
+	gate     []float32   // (n, HiddenDim) gate projection, then SwiGLU output
+	up       []float32   // (n, HiddenDim) up projection
+	cos      [][]float32 // (ropes)(n, RopeDim/2) rotation of every token's position
+	sin      [][]float32 // (ropes)(n, RopeDim/2)
+	logitX   []float32   // (m, Dim) residual rows that produce logits
+	logitAtt []float32   // (m, Heads·HeadDim) their attention output
+	kv       []kernels.KVLayer
+	attn     kernels.Attention
+	mm       [3]kernels.MatMulOut // products of one MatMulN call
+	mlp      kernels.MLP          // weights of the current Pool.MLP call
+	mlpb     kernels.MLPBuffers   // its activations
 }
 
 // size grows every buffer for n tokens and m logit rows, with the angles
@@ -45,30 +45,12 @@ func (s *scratch) size(c model.Config, ropes, n, m int) {
 		s.cos[r] = grow(s.cos[r], n*half)
 		s.sin[r] = grow(s.sin[r], n*half)
 	}
-	s.gx = grow(s.gx, m*c.Dim)
-	s.ga = grow(s.ga, m*q)
-	s.kv = grow(s.kv, c.Layers)
+	s.logitX = grow(s.logitX, m*c.Dim)
+	s.logitAtt = grow(s.logitAtt, m*q)
 }
 
 // layerViews points s.kv at every layer of the paged cache.
-func (s *scratch) layerViews(kv *model.KVCache) {
-	typ := kernels.KVF32
-	switch kv.Type {
-	case model.KVF16:
-		typ = kernels.KVF16
-	case model.KVBF16:
-		typ = kernels.KVBF16
-	}
-	for l := range s.kv {
-		v := kernels.KVLayer{Type: typ, BlockSize: kv.BlockSize, KVHeads: kv.KVHeads, HeadDim: kv.HeadDim}
-		if kv.Type == model.KVF32 {
-			v.K32, v.V32 = kv.K32[l], kv.V32[l]
-		} else {
-			v.K16, v.V16 = kv.K16[l], kv.V16[l]
-		}
-		s.kv[l] = v
-	}
-}
+func (s *scratch) layerViews(kv *model.KVCache) { s.kv = kv.Layers }
 
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {

@@ -17,9 +17,9 @@ import (
 // residual add, so every rank holds the whole residual stream. Norms,
 // embeddings and the output projection are replicated; only rank 0
 // computes the logits (the whole lm_head: the simplest correct choice).
-// With one rank (tp nil) the model is the unsplit one, bit for bit.
+// With one rank (comm nil) the model is the unsplit one, bit for bit.
 type shard struct {
-	tp    model.Reducer // nil: one rank
+	comm  model.Reducer // nil: one rank
 	rank  int
 	size  int
 	times model.CommTimes // of the current forward pass
@@ -31,11 +31,11 @@ type shard struct {
 // start begins summing x over the ranks (IAllReduce) and returns the
 // request, nil with one rank (nothing to sum).
 func (sh *shard) start(x []float32) (model.Request, error) {
-	if sh.tp == nil {
+	if sh.comm == nil {
 		return nil, nil
 	}
 	t := time.Now()
-	r, err := sh.tp.IAllReduce(x)
+	r, err := sh.comm.IAllReduce(x)
 	sh.times.Comm += time.Since(t)
 	sh.times.AllReduces++
 	if err != nil {
@@ -66,11 +66,11 @@ func (sh *shard) wait(r model.Request) error {
 // the goroutine running the forward pass, while a micro-batch's
 // all-reduce is in flight. A failure is left for the wait to report.
 func (sh *shard) progress() {
-	if sh.tp == nil || sh.inflight == 0 {
+	if sh.comm == nil || sh.inflight == 0 {
 		return
 	}
 	t := time.Now()
-	sh.tp.Progress()
+	sh.comm.Progress()
 	sh.times.Comm += time.Since(t)
 }
 

@@ -41,7 +41,7 @@ type ubatch struct {
 	s      *scratch
 	logits []float32
 
-	x    []float32     // the residual rows the current stages work on: s.x, or s.gx in the last layer
+	x    []float32     // the residual rows the current stages work on: s.x, or s.logitX in the last layer
 	rows int           // rows of x
 	pend model.Request // the all-reduce of sum in flight (nil with one rank)
 	sum  []float32     // the partial sum being reduced, added to add when settled
@@ -52,7 +52,7 @@ type ubatch struct {
 // run takes the micro-batches through every layer, stage by stage (see
 // above), then computes their logits.
 func (m *Model) run(us []ubatch, kv *model.KVCache) error {
-	m.sh.times, m.sh.inflight = model.CommTimes{}, 0
+	m.tp.times, m.tp.inflight = model.CommTimes{}, 0
 	for i := range us {
 		m.begin(&us[i], kv)
 	}
@@ -85,7 +85,7 @@ func (m *Model) run(us []ubatch, kv *model.KVCache) error {
 // begin sizes u's scratch and embeds its tokens (scaled by the model's
 // embedding scale), and computes every RoPE's angles at their positions.
 func (m *Model) begin(u *ubatch, kv *model.KVCache) {
-	c, s, b := &m.lc, u.s, u.b
+	c, s, b := &m.local, u.s, u.b
 	n := len(b.Tokens)
 	s.size(*c, len(m.ropes), n, len(b.LogitIndices))
 	s.layerViews(kv)
@@ -119,7 +119,7 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 		return err
 	}
 	s, ly := u.s, &m.layers[l]
-	c := &m.lc
+	c := &m.local
 	n := len(u.b.Tokens)
 	gather := l == len(m.layers)-1 && !everyRow(u.b.LogitIndices, n)
 	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n, !gather)
@@ -131,7 +131,7 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 	}
 	xb := s.xb[:u.rows*c.Dim]
 	if gather {
-		m.pool.MatMul(xb, ly.Attn.O.W, s.ga[:u.rows*c.Heads*c.HeadDim], u.rows)
+		m.pool.MatMul(xb, ly.Attn.O.W, s.logitAtt[:u.rows*c.Heads*c.HeadDim], u.rows)
 	}
 	return m.send(u, xb, ly.PostAttnNorm)
 }
@@ -147,7 +147,7 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 	if u.rows == 0 {
 		return nil
 	}
-	c, s, ly := &m.lc, u.s, &m.layers[l]
+	c, s, ly := &m.local, u.s, &m.layers[l]
 	nr := u.rows
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
@@ -162,7 +162,7 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 // the block output), to be added to u's residual rows when settled, after
 // an RMSNorm by post when it is not nil.
 func (m *Model) send(u *ubatch, xb, post []float32) error {
-	req, err := m.sh.start(xb)
+	req, err := m.tp.start(xb)
 	if err != nil {
 		return err
 	}
@@ -176,11 +176,11 @@ func (m *Model) settle(u *ubatch) error {
 	if u.add == nil {
 		return nil
 	}
-	if err := m.sh.wait(u.pend); err != nil {
+	if err := m.tp.wait(u.pend); err != nil {
 		return err
 	}
 	if u.post != nil {
-		kernels.RMSNorm(u.sum, u.sum, u.post, m.lc.RMSEps)
+		kernels.RMSNorm(u.sum, u.sum, u.post, m.local.RMSEps)
 	}
 	kernels.Add(u.add, u.sum)
 	u.pend, u.sum, u.add, u.post = nil, nil, nil, nil
@@ -193,10 +193,10 @@ func (m *Model) finish(u *ubatch) error {
 		return err
 	}
 	rows := len(u.b.LogitIndices)
-	if rows > 0 && m.sh.logits() {
-		s, c := u.s, &m.lc
+	if rows > 0 && m.tp.logits() {
+		s, c := u.s, &m.local
 		s.mm[0] = kernels.MatMulOut{Dst: u.logits, W: m.output}
-		m.pool.NormMatMulN(s.mm[:1], s.gx, u.x[:rows*c.Dim], m.outNorm, c.RMSEps, rows)
+		m.pool.NormMatMulN(s.mm[:1], s.logitX, u.x[:rows*c.Dim], m.outNorm, c.RMSEps, rows)
 		if m.softcap > 0 {
 			softcap(u.logits, m.softcap)
 		}

@@ -14,33 +14,29 @@ func badBatch(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
 }
 
-// checkCache verifies that kv was shaped for this model.
+// checkCache verifies that kv was shaped for this model (this rank's KV
+// heads).
 func (m *Model) checkCache(kv *model.KVCache) error {
-	c := m.lc
+	c := m.local
 	if kv == nil {
 		return badBatch("nil KV cache")
 	}
-	if kv.KVHeads != c.KVHeads || kv.HeadDim != c.HeadDim || kv.BlockSize <= 0 || kv.NumBlocks <= 0 {
-		return badBatch("KV cache of %d heads × %d dims, blocks %d×%d; model has %d KV heads × %d dims",
-			kv.KVHeads, kv.HeadDim, kv.NumBlocks, kv.BlockSize, c.KVHeads, c.HeadDim)
+	if len(kv.Layers) != c.Layers || kv.BlockSize <= 0 || kv.NumBlocks <= 0 {
+		return badBatch("KV cache of %d layers, blocks %d×%d; model has %d layers", len(kv.Layers), kv.NumBlocks, kv.BlockSize, c.Layers)
 	}
-	per := kv.NumBlocks * kv.BlockSize * kv.KVHeads * kv.HeadDim
-	k, v := len(kv.K32), len(kv.V32)
-	if kv.Type != model.KVF32 {
-		k, v = len(kv.K16), len(kv.V16)
-	}
-	if k != c.Layers || v != c.Layers {
-		return badBatch("KV cache has %d/%d layers of type %v, model has %d", k, v, kv.Type, c.Layers)
-	}
-	for l := range c.Layers {
-		var kn, vn int
-		if kv.Type == model.KVF32 {
-			kn, vn = len(kv.K32[l]), len(kv.V32[l])
-		} else {
-			kn, vn = len(kv.K16[l]), len(kv.V16[l])
+	for l := range kv.Layers {
+		kl := &kv.Layers[l]
+		n := kv.NumBlocks * kl.BlockElems()
+		if kl.KVHeads != c.KVHeads || kl.HeadDim != c.HeadDim || kl.BlockSize != kv.BlockSize {
+			return badBatch("KV cache layer %d of %d heads × %d dims in blocks of %d; model has %d KV heads × %d dims",
+				l, kl.KVHeads, kl.HeadDim, kl.BlockSize, c.KVHeads, c.HeadDim)
 		}
-		if kn != per || vn != per {
-			return badBatch("KV cache layer %d holds %d/%d values, want %d", l, kn, vn, per)
+		k, v := len(kl.K32), len(kl.V32)
+		if kl.Type != model.KVF32 {
+			k, v = len(kl.K16), len(kl.V16)
+		}
+		if k != n || v != n {
+			return badBatch("KV cache layer %d holds %d/%d values of type %v, want %d", l, k, v, kl.Type, n)
 		}
 	}
 	return nil
