@@ -168,8 +168,9 @@ func checkDense(t *testing.T, p *Pool, c *attnCase) {
 				pos := int(c.att.Positions[tok])
 				want := c.reference(s, pos, tok, h)
 				got := c.att.Out[(tok*c.heads+h)*c.hd:][:c.hd]
+				tol := c.tolerance(pos + 1)
 				for d, w := range want {
-					if !closeTo(float64(got[d]), w, c.tolerance(pos+1)) {
+					if !closeTo(float64(got[d]), w, tol) {
 						t.Fatalf("seq %d token %d head %d dim %d: %v, want %v", s, tok, h, d, got[d], w)
 					}
 				}
