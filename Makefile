@@ -71,21 +71,35 @@ mpi-deps:
 	command -v mpirun >/dev/null 2>&1 || need="$$need openmpi-bin"; \
 	$(call apt_install,Open MPI)
 
-# The check that regenerating the assembly (kernels/_asm, its own module)
-# changes nothing; every test at full size, then again under the race
-# detector with -short (smaller workloads, the same models; see
-# internal/testmodel); package dist again with -tags mpi, whose tests run
+# The tests in two tiers. `go test ./...` on a fresh clone runs what needs
+# nothing fetched and skips, saying so, what needs a model, a vocabulary or
+# the test tools (internal/testmodel.Fetched). `make test` fetches all of it
+# and sets PAGODA_MAKE_TEST, under which a missing file fails: the check that
+# regenerating the assembly (kernels/_asm, its own module) changes nothing;
+# every test at full size; package dist again with -tags mpi, whose tests run
 # two ranks under mpirun (and fail when mpirun is missing), and the engine's
 # and serve's tensor-parallel tests the same way (TP=2 under mpirun equals
 # TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both;
-# dual-batch overlap on equals off bit for bit at TP=2 and TP=4).
+# dual-batch overlap on equals off bit for bit at TP=2 and TP=4); then the
+# race detector with -short over the packages with concurrency (RACE_PKGS:
+# the engine loop, the server, the runner, the kernels' worker pool and fused
+# jobs, dist, the commands and clients, the in-process tensor-parallel
+# model tests), skipping the numerical comparisons with llama.cpp
+# (RACE_SKIP), which the full pass ran and which have no concurrency of
+# their own.
+RACE_PKGS := ./engine/ ./server/ ./runner/ ./dist/ ./cmd/pagoda/ ./bench/ ./model/llama/ ./model/synth/ \
+	./grammar/ ./internal/hugemem/ ./internal/hub/...
+RACE_KERNELS := Pool|Phased|Fused|Invariance|NoAlloc|SteadyState|MatMulN$$|MLP$$|NormMatMulN|AttentionMatMul|GLUJob
+RACE_SKIP := TestGemma3|TestSynthFamilies|TestSmolLM2Reference|TestSmolLM2TeacherForced|TestFamiliesFastArithmetic|TestKQuantFastArithmetic
+test: export PAGODA_MAKE_TEST = 1
 test: model gemma3 vocab deps fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel)' ./engine/ ./cmd/pagoda/
-	$(GO) test -count=1 -race -short -timeout 40m ./...
+	$(GO) test -count=1 -race -short -timeout 40m -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_KERNELS)' ./kernels/
 
 vet: mpi-deps
 	$(GO) vet ./...

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"pagoda/internal/modelcache"
+	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
 
@@ -24,7 +24,7 @@ var (
 // the end-of-generation ids.
 func loadDefault(t testing.TB) defaultModel {
 	t.Helper()
-	path := modelcache.Require(t, modelcache.DefaultFile)
+	path := testmodel.Default(t)
 	modelOnce.Do(func() {
 		tok, err := tokenizer.Load(path)
 		if err != nil {
