@@ -27,7 +27,7 @@ var synthFamilies = []struct {
 	sha256       string
 	long         bool
 }{
-	{"qwen3", "128,256,2,4,2,1000", -1, "qwen2", "0b0cde361f0aaff5f5bfec6b1983dbe92d7ce7c8af5eb9755cbead4c1be7b707", false},
+	{"qwen3", "128,256,2,4,2,1000", -1, "qwen2", "305d19cb24d1f99db2e235b9c9c9688b67337044d43125e35c3ec209498aa699", false},
 	{"phi3", "128,256,2,4,2,1000", -1, "phi-3", "f67cbd768719607ac9b2596b0f04dbd2ffb581f61a78a314a382a792becb3269", false},
 	{"llama3", "128,256,2,4,2,1000", -1, "llama-bpe", "938870bb8fdd11c4a5466bc1ab1b888cec3b6c4295314b9ce5ec9d56c53d6b8b", false},
 	{"gemma3", "128,256,6,4,1,1000,64", 32, "", "de9d2fe4eefe5187a2bf5ac805d5bc1f68560e4bedad53d999eb815189d4ef72", true},

@@ -19,7 +19,9 @@ type Options struct {
 	Type gguf.Type
 	// Vocab is the file whose tokenizer.* metadata is copied; the
 	// vocabulary size becomes its token count, or the shape's when that is
-	// larger (the tokens then padded). Nil writes no tokenizer (pagoda can
+	// larger (the tokens then padded). A qwen3 model on Qwen2's BPE
+	// vocabulary (ggml-vocab-qwen2.gguf) gets Qwen3's tokenizer instead,
+	// built on it (qwen3vocab.go). Nil writes no tokenizer (pagoda can
 	// still run the model; llama.cpp cannot load it).
 	Vocab *gguf.File
 	Seed  uint64
@@ -84,7 +86,12 @@ func Build(o Options) (*gguf.Writer, error) {
 	}
 	w := gguf.NewWriter()
 	addMetadata(w, s, ft)
-	if o.Vocab != nil {
+	switch {
+	case o.Vocab != nil && s.Arch == "qwen3" && isQwen2BPE(o.Vocab):
+		if err := addQwen3Tokenizer(w, o.Vocab, s.VocabSize); err != nil {
+			return nil, err
+		}
+	case o.Vocab != nil:
 		copyVocab(w, o.Vocab, vocabTokens, s.VocabSize)
 	}
 	data, err := generate(ts, o)
