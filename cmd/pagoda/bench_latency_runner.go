@@ -7,30 +7,31 @@ import (
 	"time"
 
 	"pagoda/model"
+	"pagoda/runner"
 	"pagoda/sched"
 )
 
-// seqRunner drives a model directly on a paged KV cache: sequence s owns
-// blocks [s·per, (s+1)·per) in order, and tokens are random ids.
+// seqRunner drives the model through the engine's runner (runner.Runner,
+// eager: no captured plans) with synthetic steps (sched.Step) on a paged KV
+// cache: sequence s owns blocks [s·per, (s+1)·per) in order, and tokens are
+// random ids. The steps are what the scheduler would hand the runner for
+// the same work, so the benchmark times the serving path's batch building,
+// dual-batch-overlap split and forward pass, not a copy of them.
 type seqRunner struct {
-	m      model.Model
-	kv     *model.KVCache
+	exec   *runner.Runner
 	bs     int
 	tables [][]int32 // (seqs, per) physical blocks of each sequence
 	vocab  int
 	rng    *rand.Rand
-	b      model.Batch
-	logits []float32 // (seqs in the step, vocab)
-	seqs   []int     // scratch: the sequences of a batched step
-	pos    []int     // scratch: their first positions
-	ns     []int     // scratch: their token counts
+	step   sched.Step
+	seqs   []int // scratch: the sequences of a batched step
+	pos    []int // scratch: their first positions
+	ns     []int // scratch: their token counts
 
 	// Dual-batch overlap (tensor parallelism): steps over dbo's thresholds
 	// run as two micro-batches, split by the scheduler's rule.
 	dbo    sched.DBO
 	split  sched.Splitter
-	step   sched.Step // the step's sequences, for the split rule
-	ub     [2]model.Batch
 	totals stepTotals // since the last reset
 }
 
@@ -45,11 +46,12 @@ type stepTotals struct {
 // newSeqRunner allocates a cache for seqs sequences of up to maxCtx tokens.
 func newSeqRunner(m model.Model, seqs, maxCtx, bs int, kvType model.KVType, seed uint64) (*seqRunner, error) {
 	per := (maxCtx + bs - 1) / bs
-	kv, err := m.NewKVCache(seqs*per, bs, kvType)
+	cache, err := runner.NewCacheEngine(m, seqs*per, 0, bs, kvType)
 	if err != nil {
 		return nil, err
 	}
-	r := &seqRunner{m: m, kv: kv, bs: bs, vocab: m.Config().VocabSize, rng: rand.New(rand.NewPCG(seed, 2))}
+	r := &seqRunner{exec: runner.New(m, cache, runner.Options{MaxNumSeqs: seqs}), bs: bs,
+		vocab: m.Config().VocabSize, rng: rand.New(rand.NewPCG(seed, 2))}
 	for s := range seqs {
 		t := make([]int32, per)
 		for i := range t {
@@ -66,75 +68,48 @@ func newSeqRunner(m model.Model, seqs, maxCtx, bs int, kvType model.KVType, seed
 // run is one forward step (see build), split into two micro-batches when
 // dual-batch overlap says so; it adds the step's time split to r.totals.
 func (r *seqRunner) run(seqs, pos, ns []int) error {
-	if n := len(seqs) * r.vocab; cap(r.logits) < n {
-		r.logits = make([]float32, n)
+	r.build(seqs, pos, ns)
+	if r.dbo.Enable {
+		r.step.Split = r.split.Split(&r.step, r.dbo, r.bs)
 	}
-	logits := r.logits[:len(seqs)*r.vocab]
-	k := r.splitAt(seqs, pos, ns)
+	res, err := r.exec.Execute(&r.step)
+	if err != nil {
+		return err
+	}
+	st := res.Stats
 	r.totals.steps++
-	start := time.Now()
-	defer func() { r.totals.forward += time.Since(start) }()
-	var err error
-	if mb, ok := r.m.(model.MicroBatcher); ok && k > 0 {
+	if st.MicroBatches == 2 {
 		r.totals.split++
-		r.build(&r.ub[0], seqs[:k], pos[:k], ns[:k])
-		r.build(&r.ub[1], seqs[k:], pos[k:], ns[k:])
-		err = mb.ForwardMicroBatches(&r.ub[0], &r.ub[1], r.kv, logits[:k*r.vocab], logits[k*r.vocab:])
-	} else {
-		r.build(&r.b, seqs, pos, ns)
-		err = r.m.Forward(&r.b, r.kv, logits)
 	}
-	if ct, ok := r.m.(model.CommTimer); ok {
-		t := ct.CommTimes()
-		r.totals.comm.Comm += t.Comm
-		r.totals.comm.Wait += t.Wait
-		r.totals.comm.AllReduces += t.AllReduces
-	}
-	return err
+	r.totals.forward += st.Forward
+	r.totals.comm.Comm += st.Comm
+	r.totals.comm.Wait += st.Wait
+	r.totals.comm.AllReduces += st.AllReduces
+	return nil
 }
 
-// splitAt is where dual-batch overlap splits the step (0: not), by the
-// scheduler's rule (sched.Splitter) on the step's shape.
-func (r *seqRunner) splitAt(seqs, pos, ns []int) int {
-	if !r.dbo.Enable {
-		return 0
-	}
+// build fills r.step: sequence seqs[i] gets ns[i] new random tokens from
+// position pos[i] and samples from its last one.
+func (r *seqRunner) build(seqs, pos, ns []int) {
 	st := &r.step
 	st.Reset()
-	st.QueryStart, st.BlockTableStart = append(st.QueryStart, 0), append(st.BlockTableStart, 0)
+	st.QueryStart, st.BlockTableStart, st.LogitStart = append(st.QueryStart, 0), append(st.BlockTableStart, 0), append(st.LogitStart, 0)
 	for i, s := range seqs {
 		t := r.tables[s]
 		for p := pos[i]; p < pos[i]+ns[i]; p++ {
-			st.Tokens = append(st.Tokens, 0)
+			st.Tokens = append(st.Tokens, int32(r.rng.IntN(r.vocab)))
+			st.Positions = append(st.Positions, int32(p))
 			st.SlotMapping = append(st.SlotMapping, t[p/r.bs]*int32(r.bs)+int32(p%r.bs))
 		}
-		st.QueryStart = append(st.QueryStart, int32(len(st.Tokens)))
-		st.ContextLens = append(st.ContextLens, int32(pos[i]+ns[i]))
-		st.Blocks = append(st.Blocks, t...)
-		st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
-	}
-	return int(r.split.Split(st, r.dbo, r.bs))
-}
-
-// build fills b with a step: sequence seqs[i] gets ns[i] new random
-// tokens from position pos[i]; the logits of each sequence's last token
-// are computed.
-func (r *seqRunner) build(b *model.Batch, seqs, pos, ns []int) {
-	b.Tokens, b.Positions, b.SlotMapping = b.Tokens[:0], b.Positions[:0], b.SlotMapping[:0]
-	b.QueryStart, b.ContextLens, b.BlockTables = append(b.QueryStart[:0], 0), b.ContextLens[:0], b.BlockTables[:0]
-	b.LogitIndices = b.LogitIndices[:0]
-	for i, s := range seqs {
-		t := r.tables[s]
-		for p := pos[i]; p < pos[i]+ns[i]; p++ {
-			b.Tokens = append(b.Tokens, int32(r.rng.IntN(r.vocab)))
-			b.Positions = append(b.Positions, int32(p))
-			b.SlotMapping = append(b.SlotMapping, t[p/r.bs]*int32(r.bs)+int32(p%r.bs))
-		}
 		ctx := pos[i] + ns[i]
-		b.QueryStart = append(b.QueryStart, int32(len(b.Tokens)))
-		b.ContextLens = append(b.ContextLens, int32(ctx))
-		b.BlockTables = append(b.BlockTables, t[:(ctx+r.bs-1)/r.bs])
-		b.LogitIndices = append(b.LogitIndices, int32(len(b.Tokens)-1))
+		st.SeqIDs = append(st.SeqIDs, int64(s))
+		st.Flags = append(st.Flags, sched.FlagSample)
+		st.QueryStart = append(st.QueryStart, int32(len(st.Tokens)))
+		st.ContextLens = append(st.ContextLens, int32(ctx))
+		st.Blocks = append(st.Blocks, t[:(ctx+r.bs-1)/r.bs]...)
+		st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
+		st.LogitIndices = append(st.LogitIndices, int32(len(st.Tokens)-1))
+		st.LogitStart = append(st.LogitStart, int32(len(st.LogitIndices)))
 	}
 }
 
