@@ -104,7 +104,10 @@ func sameOutput(a, b RequestOutput) bool {
 // output it gives alone, and no block leaked.
 func TestFaultInjection(t *testing.T) {
 	runs := 3000
-	if testing.Short() {
+	switch {
+	case testing.Short() && raceEnabled:
+		runs = 250 // the race pass looks for races: 250 random runs, not 1000 (206 s)
+	case testing.Short():
 		runs = 1000
 	}
 	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen = 8, 64 })
