@@ -84,13 +84,13 @@ func TestReplicasBehindRouter(t *testing.T) {
 	served, hits, queries := 0.0, 0.0, 0.0
 	for i, r := range replicas {
 		m := scrapeMetrics(t, r)
-		n := m[`vllm:request_success_total{finished_reason="length",model_name="stories260K"}`]
+		n := m[`vllm:request_success_total{engine="0",finished_reason="length",model_name="stories260K"}`]
 		if n == 0 {
 			t.Errorf("replica %d served no request", i)
 		}
 		served += n
-		hits += m[`vllm:prefix_cache_hits_total{model_name="stories260K"}`]
-		queries += m[`vllm:prefix_cache_queries_total{model_name="stories260K"}`]
+		hits += m[`vllm:prefix_cache_hits_total{engine="0",model_name="stories260K"}`]
+		queries += m[`vllm:prefix_cache_queries_total{engine="0",model_name="stories260K"}`]
 		t.Logf("replica %d served %.0f requests", i, n)
 	}
 	if int(served) != len(prompts) {

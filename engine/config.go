@@ -48,6 +48,9 @@ type Config struct {
 	// the same bit for bit; without tensor parallelism there is nothing to
 	// overlap.
 	DBO sched.DBO
+	// KVCache is how New sized the device KV cache (set by New, as
+	// MaxModelLen is resolved; ignored on input).
+	KVCache KVCacheSizing
 	// TensorParallel, when set with Size() > 1, makes this engine rank 0
 	// of a tensor-parallel group: it loads rank 0's shard and broadcasts
 	// every step to the other ranks, which run Follow (see tp.go). nil: one
@@ -145,27 +148,84 @@ func (c *Config) resolvePrefillThreshold() error {
 	return nil
 }
 
-// cacheSizes returns the device and host block counts for a model.
+// KVCacheSizing is how New sized the device KV cache: the block count,
+// the bytes of a block, and why. Reason reads after "KV cache: N blocks:",
+// e.g. "--kv-cache-memory 2 GiB".
+type KVCacheSizing struct {
+	NumBlocks  int
+	BlockBytes int64
+	Reason     string
+}
+
+// Bytes is the device KV cache's size.
+func (s KVCacheSizing) Bytes() int64 { return int64(s.NumBlocks) * s.BlockBytes }
+
+// Default KV cache sizing: what every running sequence could need at full
+// length (--max-num-seqs × --max-model-len), plus a quarter for prefix
+// caching, at most a quarter of the available memory.
+const (
+	prefixCacheMargin = 4 // the margin is 1/prefixCacheMargin of the full-length demand
+	memoryFraction    = 4 // the cache takes at most 1/memoryFraction of MemAvailable
+)
+
+// cacheSizes returns the device and host block counts for a model and
+// records in c.KVCache how the device count was chosen.
 func (c *Config) cacheSizes(mc model.Config) (numBlocks, numHostBlocks int, err error) {
+	s, err := c.sizeKVCache(mc, availableMemory)
+	if err != nil {
+		return 0, 0, err
+	}
+	c.KVCache = s
+	return s.NumBlocks, int(c.SwapSpace / s.BlockBytes), nil
+}
+
+// sizeKVCache chooses the device block count, in this order: the
+// --num-gpu-blocks-override; --kv-cache-memory; else the blocks that
+// --max-num-seqs sequences of --max-model-len tokens hold, plus a quarter
+// with prefix caching (so that finished requests' prefixes survive while
+// every sequence runs at full length), at most a quarter of the memory
+// available() reports (read only in that case). The count must hold one
+// sequence of --max-model-len tokens.
+func (c *Config) sizeKVCache(mc model.Config, available func() int64) (KVCacheSizing, error) {
 	per := int64(model.BlockBytes(mc.Layers, c.BlockSize, mc.KVHeads, mc.HeadDim, c.KVCacheType))
-	mem := c.KVCacheMemory
-	if mem == 0 {
-		// Enough for every sequence at full length, within a quarter of
-		// the available memory.
-		want := int64(c.MaxNumSeqs) * int64((c.MaxModelLen+c.BlockSize-1)/c.BlockSize) * per
-		mem = min(want, availableMemory()/4)
+	perSeq := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize
+	s := KVCacheSizing{BlockBytes: per}
+	switch {
+	case c.NumBlocksOverride > 0:
+		s.NumBlocks, s.Reason = c.NumBlocksOverride, fmt.Sprintf("--num-gpu-blocks-override %d", c.NumBlocksOverride)
+	case c.KVCacheMemory > 0:
+		s.NumBlocks, s.Reason = int(c.KVCacheMemory/per), "--kv-cache-memory "+sizeText(c.KVCacheMemory)
+	default:
+		demand := int64(c.MaxNumSeqs) * int64(perSeq)
+		why := fmt.Sprintf("--max-num-seqs %d × --max-model-len %d", c.MaxNumSeqs, c.MaxModelLen)
+		if c.EnablePrefixCaching {
+			demand += demand / prefixCacheMargin
+			why += " + 25% for prefix caching"
+		}
+		avail := available()
+		limit := avail / memoryFraction / per
+		if demand <= limit {
+			s.NumBlocks, s.Reason = int(demand), why
+		} else {
+			s.NumBlocks = int(limit)
+			s.Reason = fmt.Sprintf("a quarter of the available memory (%s of %s); %s would take %s",
+				sizeText(limit*per), sizeText(avail), why, sizeText(demand*per))
+		}
 	}
-	numBlocks = int(mem / per)
-	if c.NumBlocksOverride > 0 {
-		numBlocks = c.NumBlocksOverride
-	}
-	minBlocks := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize
-	if numBlocks < minBlocks {
-		return 0, 0, fmt.Errorf("--kv-cache-memory %d bytes holds %d blocks of %d tokens (%d bytes each); "+
+	if s.NumBlocks < perSeq {
+		return s, fmt.Errorf("the KV cache (%s) holds %d blocks of %d tokens (%d bytes each); "+
 			"one sequence of --max-model-len %d needs %d: raise --kv-cache-memory or lower --max-model-len",
-			mem, numBlocks, c.BlockSize, per, c.MaxModelLen, minBlocks)
+			s.Reason, s.NumBlocks, c.BlockSize, per, c.MaxModelLen, perSeq)
 	}
-	return numBlocks, int(c.SwapSpace / per), nil
+	return s, nil
+}
+
+// sizeText writes bytes in GiB or MiB, one decimal.
+func sizeText(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // availableMemory reads MemAvailable from /proc/meminfo (4 GiB if unknown).

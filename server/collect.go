@@ -25,12 +25,17 @@ type tracker struct {
 	n         int  // the n parameter
 	maxTokens int  // max_tokens as the engine applies it
 	released  bool // id released (abort)
+	started   bool // the first delta arrived (its cached tokens are counted)
 }
 
 // add merges delta d and observes inter-token latency; when d is final it
 // records the request's metrics.
 func (t *tracker) add(d engine.RequestOutput) {
 	t.prompt, t.cached = d.PromptTokenIDs, d.NumCachedTokens
+	if !t.started {
+		t.started = true
+		t.m.observeCached(d.NumCachedTokens)
+	}
 	t.promptLP = append(t.promptLP, d.PromptLogprobs...)
 	t.outs = engine.MergeOutputs(t.outs, d.Outputs)
 	if lt := d.Metrics.LastToken; len(d.Outputs) > 0 && !lt.IsZero() {
@@ -50,8 +55,12 @@ func (t *tracker) finish(d engine.RequestOutput) {
 	if d.Err == nil && len(t.outs) > 0 && t.outs[0].FinishReason != "" {
 		reason = t.outs[0].FinishReason
 	}
+	longest := 0
+	for _, o := range t.outs {
+		longest = max(longest, len(o.TokenIDs))
+	}
 	t.m.observeFinished(finishedRequest{id: t.id, reason: reason, m: d.Metrics, promptTokens: len(t.prompt),
-		genTokens: t.completionTokens(), n: t.n, maxTokens: t.maxTokens})
+		genTokens: t.completionTokens(), cachedTokens: t.cached, maxGenTokens: longest, n: t.n, maxTokens: t.maxTokens})
 }
 
 // completionTokens counts the generated tokens of every returned output.

@@ -91,7 +91,7 @@ func TestUnknownFieldsRefused(t *testing.T) {
 		want  string
 	}{
 		{"/v1/completions", map[string]any{"prompt": "a", "frobnicate": true}, "frobnicate", "unknown field"},
-		{"/v1/completions", map[string]any{"prompt": "a", "metadata": map[string]string{"x": "y"}}, "metadata", "stored completions"},
+		{"/v1/completions", map[string]any{"prompt": "a", "store": true}, "store", "stored completions"},
 		{"/v1/chat/completions", map[string]any{"messages": chatMessages, "functions": []any{}}, "functions", "use tools"},
 		{"/tokenize", map[string]any{"prompt": "a", "extra": 1}, "extra", "unknown field"},
 		{"/v1/completions", map[string]any{"prompt": "a", "return_hidden_states": true}, "return_hidden_states", "only its default value false"},

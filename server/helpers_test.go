@@ -40,7 +40,25 @@ type testServer struct {
 // defaults to testTemplate). Cleanup stops both.
 func newTestServer(t testing.TB, mutate func(*engine.Config), opts Options) *testServer {
 	t.Helper()
-	cfg := engine.DefaultConfig(testmodel.Stories(t))
+	if opts.ChatTemplate == "" {
+		opts.ChatTemplate = testTemplate
+	}
+	return startServer(t, testmodel.Stories(t), mutate, opts)
+}
+
+// newDefaultServer serves the default model (testmodel.Default:
+// SmolLM2-135M-Instruct, whose own chat template is ChatML and ignores
+// tools) with a 2048-token model length, as newTestServer serves stories.
+func newDefaultServer(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	return startServer(t, testmodel.Default(t), func(c *engine.Config) { c.MaxModelLen, c.Threads = 2048, 2 }, opts)
+}
+
+// startServer starts an engine over the GGUF file at path and serves it
+// with opts; Cleanup stops both.
+func startServer(t testing.TB, path string, mutate func(*engine.Config), opts Options) *testServer {
+	t.Helper()
+	cfg := engine.DefaultConfig(path)
 	cfg.MaxModelLen, cfg.KVCacheType, cfg.Threads, cfg.MaxNumSeqs = 512, model.KVF32, 1, 8
 	if mutate != nil {
 		mutate(&cfg)
@@ -51,9 +69,6 @@ func newTestServer(t testing.TB, mutate func(*engine.Config), opts Options) *tes
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start(ctx)
-	if opts.ChatTemplate == "" {
-		opts.ChatTemplate = testTemplate
-	}
 	s := New(opts)
 	if err := s.SetEngine(e); err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func TestAbortOnDisconnect(t *testing.T) {
 			if st.GenerationTokens >= tc.all {
 				t.Fatalf("the aborted request ran to the end: %+v", st)
 			}
-			if v := metricValue(t, ts, `vllm:request_success_total{finished_reason="abort",model_name="stories260K"}`); v < 1 {
+			if v := metricValue(t, ts, `vllm:request_success_total{engine="0",finished_reason="abort",model_name="stories260K"}`); v < 1 {
 				t.Fatalf("request_success abort = %v", v)
 			}
 		})

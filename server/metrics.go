@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +12,7 @@ import (
 )
 
 // metrics are vLLM's Prometheus metrics, with the same names, types, help
-// texts and labels (model_name on every series), so that dashboards,
+// texts and labels (model_name and engine on every series), so that dashboards,
 // autoscalers and gateways built for vLLM read pagoda unchanged. Counters
 // carry the _total suffix in the exposition, as prometheus_client writes
 // them for vLLM. Gauges and counters that mirror engine state are read from
@@ -21,9 +22,12 @@ type metrics struct {
 	ttft, e2e, queue           prometheus.Histogram // observed with an exemplar
 	prefill, decode, inference prometheus.Histogram // observed with an exemplar
 	itl, tpot                  prometheus.Observer  // once per token interval
+	requestTPOT                prometheus.Observer  // once per request: its decode time per output token
 	promptToks, genToks        prometheus.Observer
+	maxGenToks, prefillKV      prometheus.Observer
 	paramsN, paramsMaxTokens   prometheus.Observer
 	iterToks                   prometheus.Observer
+	cachedToks                 prometheus.Counter
 	step                       stepMetrics
 	success                    *prometheus.CounterVec // finished_reason
 	finishReasons              []string
@@ -64,9 +68,14 @@ func iterationBuckets(maxBatched int) []float64 {
 	return append(out, float64(maxBatched))
 }
 
+// engineIndex is the value of vLLM's engine label, the index of the engine
+// core a series comes from: one engine serves per pagoda process (replicas
+// are separate servers), so always "0", as vLLM's single engine.
+const engineIndex = "0"
+
 // newMetrics registers the vLLM metrics of e, served as modelName, on reg.
 func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *metrics {
-	labels := prometheus.Labels{"model_name": modelName}
+	labels := prometheus.Labels{"model_name": modelName, "engine": engineIndex}
 	cfg := e.Config()
 	hist := func(name, help string, buckets []float64) prometheus.Histogram {
 		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: labels})
@@ -77,6 +86,8 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 	m.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
 	m.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
 	m.tpot = hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", itlBuckets)
+	m.requestTPOT = hist("vllm:request_time_per_output_token_seconds",
+		"Histogram of time_per_output_token_seconds per request.", itlBuckets)
 	m.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", latencyBuckets)
 	m.queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", latencyBuckets)
 	m.inference = hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
@@ -87,6 +98,10 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 		latencyBuckets)
 	m.promptToks = hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", buckets125(cfg.MaxModelLen))
 	m.genToks = hist("vllm:request_generation_tokens", "Number of generation tokens processed.", buckets125(cfg.MaxModelLen))
+	m.maxGenToks = hist("vllm:request_max_num_generation_tokens",
+		"Histogram of maximum number of requested generation tokens.", buckets125(cfg.MaxModelLen))
+	m.prefillKV = hist("vllm:request_prefill_kv_computed_tokens",
+		"Histogram of new KV tokens computed during prefill (excluding cached tokens).", buckets125(cfg.MaxModelLen))
 	m.paramsN = hist("vllm:request_params_n", "Histogram of the n request parameter.", nBuckets)
 	m.paramsMaxTokens = hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
 		buckets125(cfg.MaxModelLen))
@@ -96,11 +111,14 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"})
 	reg.MustRegister(m.success)
+	m.cachedToks = prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prompt_tokens_cached_total",
+		Help: "Number of cached prompt tokens (local + external).", ConstLabels: labels})
+	reg.MustRegister(m.cachedToks)
 	for _, r := range m.finishReasons {
 		m.success.WithLabelValues(r) // every reason is exposed from the start
 	}
 	registerStateMetrics(reg, e, labels)
-	registerCacheConfig(reg, e, modelName)
+	registerCacheConfig(reg, e, labels)
 	return m
 }
 
@@ -119,6 +137,7 @@ func registerStateMetrics(reg prometheus.Registerer, e *engine.Engine, labels pr
 		func(s engine.Stats) float64 { return float64(s.Running) })
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
 		func(s engine.Stats) float64 { return float64(s.Waiting) })
+	registerWaitingByReason(reg, e, labels)
 	gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.",
 		func(s engine.Stats) float64 { return float64(s.Swapped) })
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
@@ -135,13 +154,34 @@ func registerStateMetrics(reg prometheus.Registerer, e *engine.Engine, labels pr
 		func(s engine.Stats) float64 { return float64(s.GenerationTokens) })
 }
 
+// registerWaitingByReason exposes vLLM's split of the waiting requests by
+// why they wait: "capacity" (for scheduling capacity: blocks, sequences,
+// the token budget) and "deferred" (vLLM: a LoRA budget or a KV transfer,
+// which pagoda does not have, so always 0). The reasons sum to
+// vllm:num_requests_waiting.
+func registerWaitingByReason(reg prometheus.Registerer, e *engine.Engine, labels prometheus.Labels) {
+	const help = "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; " +
+		"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). " +
+		"Sum of all reasons equals vllm:num_requests_waiting."
+	for reason, f := range map[string]func(engine.Stats) int{
+		"capacity": func(s engine.Stats) int { return s.Waiting },
+		"deferred": func(engine.Stats) int { return 0 },
+	} {
+		l := maps.Clone(labels)
+		l["reason"] = reason
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting_by_reason",
+			Help: help, ConstLabels: l}, func() float64 { return float64(f(e.Stats())) }))
+	}
+}
+
 // registerCacheConfig exposes vLLM's info gauge of the cache configuration.
-func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, modelName string) {
+func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, labels prometheus.Labels) {
 	cfg := e.Config()
 	dev, host := e.NumBlocks()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
 		Help: "Information of the LLMEngine CacheConfig", ConstLabels: prometheus.Labels{
-			"model_name":            modelName,
+			"model_name":            labels["model_name"],
+			"engine":                labels["engine"],
 			"block_size":            strconv.Itoa(cfg.BlockSize),
 			"cache_dtype":           cfg.KVCacheType.String(),
 			"enable_prefix_caching": strconv.FormatBool(cfg.EnablePrefixCaching),
@@ -159,6 +199,8 @@ type finishedRequest struct {
 	reason                  string
 	m                       engine.Metrics
 	promptTokens, genTokens int
+	cachedTokens            int // prompt tokens served from the prefix cache
+	maxGenTokens            int // generated tokens of the longest output (n > 1: the outputs decode side by side)
 	n, maxTokens            int
 }
 
@@ -167,7 +209,10 @@ type finishedRequest struct {
 // PrometheusStatLogger does. The phases: queue = first scheduled − arrival,
 // prefill = first token − first scheduled, decode = last token − first
 // token, inference = last token − first scheduled (preemptions included).
-// The latency histograms carry the request id as an exemplar.
+// Its time per output token is decode ÷ (tokens of the longest output − 1),
+// 0 with one token, as vLLM's mean_time_per_output_token; the KV computed
+// in prefill is the prompt less its cached tokens. The latency histograms
+// carry the request id as an exemplar.
 func (m *metrics) observeFinished(f finishedRequest) {
 	m.success.WithLabelValues(f.reason).Inc()
 	if f.reason == engine.FinishAbort {
@@ -187,11 +232,27 @@ func (m *metrics) observeFinished(f finishedRequest) {
 		observe(m.decode, em.LastToken.Sub(em.FirstToken), ex)
 	}
 	observe(m.e2e, em.Finished.Sub(em.Arrival), ex)
+	tpot := 0.0
+	if !em.FirstToken.IsZero() && f.maxGenTokens > 1 {
+		tpot = em.LastToken.Sub(em.FirstToken).Seconds() / float64(f.maxGenTokens-1)
+	}
+	m.requestTPOT.Observe(tpot)
+	m.prefillKV.Observe(float64(f.promptTokens - max(f.cachedTokens, 0)))
+	m.maxGenToks.Observe(float64(f.maxGenTokens))
 	m.promptToks.Observe(float64(f.promptTokens))
 	m.genToks.Observe(float64(f.genTokens))
 	m.paramsN.Observe(float64(f.n))
 	if f.maxTokens > 0 {
 		m.paramsMaxTokens.Observe(float64(f.maxTokens))
+	}
+}
+
+// observeCached counts the prompt tokens a request found in the prefix
+// cache, once, when its first output arrives (vllm:prompt_tokens_total
+// counts its prompt then too).
+func (m *metrics) observeCached(n int) {
+	if n > 0 {
+		m.cachedToks.Add(float64(n))
 	}
 }
 

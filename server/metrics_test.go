@@ -72,41 +72,41 @@ func TestMetricsValues(t *testing.T) {
 	// cache and every generated token but each request's last, which is
 	// sampled, never computed.
 	computed := float64(st.PromptTokens - st.Prefix.HitTokens)
-	if got := metricValue(t, ts, `vllm:iteration_tokens_total_sum{model_name="stories260K"}`); got < computed || got > computed+float64(st.GenerationTokens) {
+	if got := metricValue(t, ts, `vllm:iteration_tokens_total_sum{engine="0",model_name="stories260K"}`); got < computed || got > computed+float64(st.GenerationTokens) {
 		t.Errorf("iteration tokens sum %v, want in [%v, %v]", got, computed, computed+float64(st.GenerationTokens))
 	}
 	for _, tc := range []struct {
 		series string
 		want   float64
 	}{
-		{`vllm:request_success_total{finished_reason="length",model_name="stories260K"}`, requests},
-		{`vllm:request_generation_tokens_sum{model_name="stories260K"}`, requests * tokens},
-		{`vllm:request_generation_tokens_count{model_name="stories260K"}`, requests},
-		{`vllm:time_to_first_token_seconds_count{model_name="stories260K"}`, requests},
-		{`vllm:e2e_request_latency_seconds_count{model_name="stories260K"}`, requests},
-		{`vllm:inter_token_latency_seconds_count{model_name="stories260K"}`, requests * (tokens - 1)},
-		{`vllm:time_per_output_token_seconds_count{model_name="stories260K"}`, requests * (tokens - 1)},
-		{`vllm:request_prefill_time_seconds_count{model_name="stories260K"}`, requests},
-		{`vllm:request_decode_time_seconds_count{model_name="stories260K"}`, requests},
-		{`vllm:request_inference_time_seconds_count{model_name="stories260K"}`, requests},
-		{`vllm:request_params_n_sum{model_name="stories260K"}`, requests},
-		{`vllm:request_params_n_count{model_name="stories260K"}`, requests},
-		{`vllm:request_params_max_tokens_sum{model_name="stories260K"}`, requests * tokens},
-		{`vllm:request_params_max_tokens_count{model_name="stories260K"}`, requests},
-		{`vllm:generation_tokens_total{model_name="stories260K"}`, float64(st.GenerationTokens)},
-		{`vllm:prompt_tokens_total{model_name="stories260K"}`, float64(st.PromptTokens)},
-		{`vllm:iteration_tokens_total_count{model_name="stories260K"}`, float64(st.Steps)},
-		{`vllm:prefix_cache_hits_total{model_name="stories260K"}`, float64(st.Prefix.HitTokens)},
-		{`vllm:num_requests_running{model_name="stories260K"}`, 0},
-		{`vllm:kv_cache_usage_perc{model_name="stories260K"}`, 0},
+		{`vllm:request_success_total{engine="0",finished_reason="length",model_name="stories260K"}`, requests},
+		{`vllm:request_generation_tokens_sum{engine="0",model_name="stories260K"}`, requests * tokens},
+		{`vllm:request_generation_tokens_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:time_to_first_token_seconds_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:e2e_request_latency_seconds_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:inter_token_latency_seconds_count{engine="0",model_name="stories260K"}`, requests * (tokens - 1)},
+		{`vllm:time_per_output_token_seconds_count{engine="0",model_name="stories260K"}`, requests * (tokens - 1)},
+		{`vllm:request_prefill_time_seconds_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:request_decode_time_seconds_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:request_inference_time_seconds_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:request_params_n_sum{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:request_params_n_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:request_params_max_tokens_sum{engine="0",model_name="stories260K"}`, requests * tokens},
+		{`vllm:request_params_max_tokens_count{engine="0",model_name="stories260K"}`, requests},
+		{`vllm:generation_tokens_total{engine="0",model_name="stories260K"}`, float64(st.GenerationTokens)},
+		{`vllm:prompt_tokens_total{engine="0",model_name="stories260K"}`, float64(st.PromptTokens)},
+		{`vllm:iteration_tokens_total_count{engine="0",model_name="stories260K"}`, float64(st.Steps)},
+		{`vllm:prefix_cache_hits_total{engine="0",model_name="stories260K"}`, float64(st.Prefix.HitTokens)},
+		{`vllm:num_requests_running{engine="0",model_name="stories260K"}`, 0},
+		{`vllm:kv_cache_usage_perc{engine="0",model_name="stories260K"}`, 0},
 		// pagoda's step breakdown: one observation per step; one process
 		// spends no time communicating and splits no step.
-		{`pagoda_step_compute_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
-		{`pagoda_step_communication_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
-		{`pagoda_step_wait_seconds_count{model_name="stories260K"}`, float64(st.Steps)},
-		{`pagoda_step_communication_seconds_sum{model_name="stories260K"}`, 0},
-		{`pagoda_step_wait_seconds_sum{model_name="stories260K"}`, 0},
-		{`pagoda_dbo_split_steps_total{model_name="stories260K"}`, 0},
+		{`pagoda_step_compute_seconds_count{engine="0",model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_communication_seconds_count{engine="0",model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_wait_seconds_count{engine="0",model_name="stories260K"}`, float64(st.Steps)},
+		{`pagoda_step_communication_seconds_sum{engine="0",model_name="stories260K"}`, 0},
+		{`pagoda_step_wait_seconds_sum{engine="0",model_name="stories260K"}`, 0},
+		{`pagoda_dbo_split_steps_total{engine="0",model_name="stories260K"}`, 0},
 	} {
 		if got := metricValue(t, ts, tc.series); got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.series, got, tc.want)
@@ -115,8 +115,8 @@ func TestMetricsValues(t *testing.T) {
 	if st.Prefix.HitTokens == 0 {
 		t.Error("the repeated prompt never hit the prefix cache")
 	}
-	compute := metricValue(t, ts, `pagoda_step_compute_seconds_sum{model_name="stories260K"}`)
-	if forward := metricValue(t, ts, `pagoda_step_forward_seconds_sum{model_name="stories260K"}`); compute <= 0 || compute != forward {
+	compute := metricValue(t, ts, `pagoda_step_compute_seconds_sum{engine="0",model_name="stories260K"}`)
+	if forward := metricValue(t, ts, `pagoda_step_forward_seconds_sum{engine="0",model_name="stories260K"}`); compute <= 0 || compute != forward {
 		t.Errorf("step compute %v s, forward %v s: one process computes for the whole forward pass", compute, forward)
 	}
 }

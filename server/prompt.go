@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"slices"
 	"strings"
 
 	"pagoda/engine"
@@ -215,17 +215,15 @@ func (b *backend) chatPrompt(req *chatRequest) (promptInput, *apiError) {
 		}
 		addGen = false
 	}
-	for k := range req.ChatTemplateKwargs {
-		if tokenizer.ReservedVar(k) {
-			return promptInput{}, badRequest("chat_template_kwargs", "chat_template_kwargs.%s is set by the server and cannot be overridden", k)
-		}
+	vars, aerr := templateVars(req)
+	if aerr != nil {
+		return promptInput{}, aerr
 	}
-	vars := req.ChatTemplateKwargs
-	if len(req.Tools) > 0 {
-		vars = maps.Clone(vars)
-		if vars == nil {
-			vars = map[string]any{}
-		}
+	switch {
+	case len(req.Tools) == 0:
+	case b.toolFallback != nil:
+		msgs = b.toolFallback.apply(msgs, req.Messages, req.Tools)
+	default:
 		vars["tools"] = (&toolPlan{tools: req.Tools}).templateTools()
 	}
 	text, err := b.template.Render(msgs, tokenizer.ChatOptions{AddGenerationPrompt: addGen,
@@ -241,6 +239,30 @@ func (b *backend) chatPrompt(req *chatRequest) (promptInput, *apiError) {
 	}
 	ids, aerr := b.encodeChat(text, req.AddSpecialTokens)
 	return promptInput{ids: ids, text: text}, aerr
+}
+
+// reasoningEfforts are the values of OpenAI's reasoning_effort.
+var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// templateVars are the chat template's variables besides the messages and
+// tools: reasoning_effort (OpenAI's field, passed as vLLM passes it), then
+// chat_template_kwargs over it.
+func templateVars(req *chatRequest) (map[string]any, *apiError) {
+	vars := map[string]any{}
+	if e := req.ReasoningEffort; e != nil {
+		if !slices.Contains(reasoningEfforts, *e) {
+			return nil, badRequest("reasoning_effort", "reasoning_effort must be one of %s, got %q",
+				strings.Join(reasoningEfforts, ", "), *e)
+		}
+		vars["reasoning_effort"] = *e
+	}
+	for k, v := range req.ChatTemplateKwargs {
+		if tokenizer.ReservedVar(k) {
+			return nil, badRequest("chat_template_kwargs", "chat_template_kwargs.%s is set by the server and cannot be overridden", k)
+		}
+		vars[k] = v
+	}
+	return vars, nil
 }
 
 // encodeChat tokenizes rendered chat text, refusing it past the model length.

@@ -80,6 +80,10 @@ type chatRequest struct {
 	// IncludeReasoning false leaves the reasoning out of the response
 	// (vLLM's and SGLang's include_reasoning); it is still generated.
 	IncludeReasoning *bool `json:"include_reasoning"`
+	// ReasoningEffort is OpenAI's reasoning_effort: the chat template's
+	// variable reasoning_effort, as vLLM passes it (chat_template_kwargs
+	// win over it); thinking models' templates read it.
+	ReasoningEffort *string `json:"reasoning_effort"`
 
 	// Tool calling (tools.go).
 	Tools             []toolDef       `json:"tools"`

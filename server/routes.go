@@ -44,7 +44,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: "no route " + r.Method + " " + r.URL.Path})
 	})
-	return s.middleware(mux)
+	return s.middleware(instrumentHTTP(s.reg, mux))
 }
 
 // health answers 200 when ready, 503 while loading or shutting down.
@@ -156,8 +156,13 @@ func (b *backend) decodeJSON(w http.ResponseWriter, r *http.Request, v any) erro
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("", "invalid JSON body: %v", err)
 	}
-	if aerr := checkFields(body, v); aerr != nil {
+	ignored, aerr := checkFields(body, v)
+	if aerr != nil {
 		return aerr
+	}
+	if len(ignored) > 0 {
+		b.log.Printf("DEBUG %s request_id=%s: ignored fields that cannot change the output: %s",
+			r.URL.Path, requestIDFrom(r.Context()), strings.Join(ignored, ", "))
 	}
 	return nil
 }

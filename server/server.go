@@ -15,7 +15,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -38,9 +37,12 @@ import (
 type Options struct {
 	// ServedModelNames are the model names clients may use (vLLM's
 	// --served-model-name a b c): every one answers, /v1/models lists them
-	// all, and responses and metrics carry the first. Empty means the GGUF
-	// file's base name without ".gguf".
+	// all, and responses and metrics carry the first. Empty means the names
+	// of ServedNames: ModelRef and the GGUF file's base name.
 	ServedModelNames []string
+	// ModelRef is the model as the command line named it ("smollm2",
+	// "org/repo:Q4_K_M", a path).
+	ModelRef string
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on every
 	// endpoint except /health, /version and /metrics.
 	APIKey string
@@ -79,10 +81,12 @@ type Options struct {
 	// ReadHeaderTimeout bounds the wait for a request's headers (Serve);
 	// 0 means 10 s.
 	ReadHeaderTimeout time.Duration
-	// EnableAutoToolChoice lets chat requests with tools and tool_choice
-	// "auto" run; their outputs are read for calls by ToolCallParser (one
-	// of ToolCallParsers()). vLLM's --enable-auto-tool-choice and
-	// --tool-call-parser.
+	// ToolCallParser, one of ToolCallParsers(), reads the calls out of the
+	// output of chat requests with tool_choice "auto" (vLLM's
+	// --tool-call-parser); "" chooses it from the model (parserRules).
+	// EnableAutoToolChoice is vLLM's --enable-auto-tool-choice, accepted
+	// for its command line: auto tool choice is always on, as in
+	// llama-server and Ollama.
 	EnableAutoToolChoice bool
 	ToolCallParser       string
 	// ReasoningParser, one of ReasoningParsers(), splits the output of
@@ -127,7 +131,8 @@ type backend struct {
 	m                *metrics
 	maxBody          int64
 	bodyTimeout      time.Duration
-	toolParser       string           // auto tool choice's parser; "": auto tool choice is off
+	toolParser       string           // the parser of tool_choice auto (toolFormats)
+	toolFallback     *toolFallback    // nil: the chat template shows tools itself
 	reasoning        *reasoningParser // nil: no reasoning parser
 	grammars         grammarCache
 	maxQueue         int
@@ -158,7 +163,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, reg: prometheus.NewRegistry()}
 	s.hardStop, s.abortAll = context.WithCancel(context.Background())
-	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(newGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.handler = s.routes()
 	return s
 }
@@ -175,20 +180,11 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 	if src == "" {
 		src = tok.ChatTemplate()
 	}
-	b := &backend{e: e, tok: tok, names: s.opts.ServedModelNames, created: time.Now().Unix(),
+	b := &backend{e: e, tok: tok, created: time.Now().Unix(),
 		maxBody: s.opts.MaxBodyBytes, bodyTimeout: s.opts.BodyTimeout, maxQueue: s.opts.MaxQueue,
 		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS()),
 		gen: s.opts.Generation, defaults: s.opts.Generation.Apply(engine.DefaultSamplingParams()),
 		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger}
-	if p := s.opts.ToolCallParser; p != "" && toolParsers[p] == nil {
-		return fmt.Errorf("--tool-call-parser %q is not one of %s", p, strings.Join(ToolCallParsers(), ", "))
-	}
-	if s.opts.EnableAutoToolChoice {
-		if s.opts.ToolCallParser == "" {
-			return errors.New("--enable-auto-tool-choice needs --tool-call-parser")
-		}
-		b.toolParser = s.opts.ToolCallParser
-	}
 	if p := s.opts.ReasoningParser; p != "" {
 		rp, err := newReasoningParser(p, tok)
 		if err != nil {
@@ -203,9 +199,10 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		}
 		b.template = t
 	}
-	if len(b.names) == 0 {
-		b.names = []string{ModelName(e.Config().Model)}
+	if err := s.planToolCalling(b, src, e.ModelConfig().Arch); err != nil {
+		return err
 	}
+	b.names = ServedNames(s.opts.ServedModelNames, s.opts.ModelRef, e.Config().Model)
 	b.name = b.names[0]
 	if ml := s.opts.MaxLogprobs; ml != nil && *ml >= 0 && *ml < sample.MaxLogprobs {
 		b.maxLogprobs = *ml
@@ -231,6 +228,26 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		}()
 	}
 	return nil
+}
+
+// ServedNames are the names a model answers to: names when given (vLLM's
+// --served-model-name), else the reference the command line gave (vLLM
+// answers to the name on its command line, so `pagoda serve smollm2`
+// answers to "smollm2") and the GGUF file's base name (ModelName), each
+// once. The first is the name responses and metrics carry: the reference,
+// unless it is a file's path, when the base name comes first.
+func ServedNames(names []string, ref, path string) []string {
+	if len(names) > 0 {
+		return names
+	}
+	base := ModelName(path)
+	switch {
+	case ref == "" || ref == base:
+		return []string{base}
+	case strings.HasSuffix(ref, ".gguf"):
+		return []string{base, ref}
+	}
+	return []string{ref, base}
 }
 
 // ModelName is the default served model name of a GGUF path: its base

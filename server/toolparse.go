@@ -9,14 +9,8 @@ import (
 )
 
 // Tool-call parsers: they read calls out of a finished output, by vLLM's
-// --tool-call-parser names. A text they cannot read as calls is content.
-var toolParsers = map[string]func(text string) (content string, calls []toolCallFunc){
-	"hermes":      parseHermes,
-	"llama3_json": parseLlama3JSON,
-}
-
-// ToolCallParsers lists the --tool-call-parser values.
-func ToolCallParsers() []string { return []string{"hermes", "llama3_json"} }
+// --tool-call-parser names (toolFormats). A text they cannot read as calls
+// is content.
 
 // parseHermes reads Hermes-style calls: <tool_call>{"name": …, "arguments": {…}}</tool_call>,
 // one or more; the text before the first call is the content.
@@ -149,7 +143,7 @@ func (p *toolPlan) calls(text string) (content string, calls []toolCall, ok bool
 			return text, nil, false
 		}
 	case toolsAuto:
-		content, fs = toolParsers[p.parser](text)
+		content, fs = toolFormats[p.parser].parse(text)
 		if len(fs) == 0 {
 			return text, nil, false
 		}

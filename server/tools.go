@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"pagoda/grammar"
+	"pagoda/tokenizer"
 )
 
 // Tool calling on chat completions, as OpenAI and vLLM do it. The tools go
@@ -14,8 +15,9 @@ import (
 // model may answer:
 //
 //	none      free text (the tools are still shown to the template)
-//	auto      free text, parsed for calls afterwards by --tool-call-parser
-//	          (needs --enable-auto-tool-choice, as in vLLM)
+//	auto      free text, parsed for calls afterwards by the server's parser
+//	          (--tool-call-parser, else chosen from the model; always on, as in
+//	          llama-server and Ollama, where vLLM needs --enable-auto-tool-choice)
 //	required  a grammar forces a JSON array of one or more calls
 //	          [{"name": …, "parameters": {…}}], each valid against its tool's schema
 //	{"type": "function", "function": {"name": N}}
@@ -72,8 +74,8 @@ type toolPlan struct {
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// planTools validates tools and tool_choice. autoParser is the server's
-// --tool-call-parser ("" when auto tool choice is not enabled).
+// planTools validates tools and tool_choice. autoParser reads the calls of
+// auto tool choice (the server's, see planToolCalling).
 func planTools(req *chatRequest, autoParser string) (*toolPlan, *apiError) {
 	p := &toolPlan{mode: toolsNone, tools: req.Tools, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
 	for i, t := range req.Tools {
@@ -96,9 +98,6 @@ func planTools(req *chatRequest, autoParser string) (*toolPlan, *apiError) {
 	case len(req.Tools) == 0:
 		return nil, badRequest("tool_choice", "tool_choice %q needs tools", choice)
 	case choice == toolsAuto:
-		if autoParser == "" {
-			return nil, badRequest("tool_choice", "\"auto\" tool choice requires the server to run with --enable-auto-tool-choice and --tool-call-parser")
-		}
 		p.mode, p.parser = toolsAuto, autoParser
 	case choice == toolsRequired:
 		p.mode = toolsRequired
@@ -168,9 +167,14 @@ func (p *toolPlan) grammar(gc *grammarCache) (*grammar.Grammar, *apiError) {
 		var anyOf []json.RawMessage
 		for i := range p.tools {
 			name, _ := json.Marshal(p.tools[i].Function.Name)
+			// Each tool's $refs point into its own parameters, which now sit at items.anyOf[i].
+			schema, err := rebaseRefs(params(&p.tools[i]), fmt.Sprintf("#/items/anyOf/%d/properties/parameters", i))
+			if err != nil {
+				return nil, badRequest("tools", "tools[%d].function.parameters: %v", i, err)
+			}
 			anyOf = append(anyOf, json.RawMessage(fmt.Sprintf(
 				`{"type": "object", "properties": {"name": {"const": %s}, "parameters": %s}, "required": ["name", "parameters"], "additionalProperties": false}`,
-				name, params(&p.tools[i]))))
+				name, schema)))
 		}
 		arr := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": anyOf}}
 		if !p.parallel {
@@ -193,8 +197,7 @@ func (p *toolPlan) templateTools() any {
 	if len(p.tools) == 0 {
 		return nil
 	}
-	var v any
 	b, _ := json.Marshal(p.tools)
-	json.Unmarshal(b, &v)
+	v, _ := tokenizer.DecodeJSON(b) // key order kept, as Hugging Face renders request JSON
 	return v
 }

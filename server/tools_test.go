@@ -28,7 +28,7 @@ func TestToolParsers(t *testing.T) {
 		{"llama3_json", `{"city": "Paris"}`, `{"city": "Paris"}`, nil},
 		{"llama3_json", "The answer is 4.", "The answer is 4.", nil},
 	} {
-		content, calls := toolParsers[tc.parser](tc.text)
+		content, calls := toolFormats[tc.parser].parse(tc.text)
 		if content != tc.content || !slices.Equal(calls, tc.calls) {
 			t.Errorf("%s(%q) = %q, %v; want %q, %v", tc.parser, tc.text, content, calls, tc.content, tc.calls)
 		}
@@ -105,10 +105,16 @@ func TestStructuredOutputs(t *testing.T) {
 	settle(t, ts)
 }
 
+// toolsTemplate is testTemplate showing the tools' names: a template that
+// renders tools, so that the stories model's short context is not spent on
+// the fallback prompt (toolfallback.go), which TestAutoToolCallFallback
+// tests on the default model.
+const toolsTemplate = "{% if tools %}tools:{% for t in tools %} {{ t.function.name }}{% endfor %}\n{% endif %}" + testTemplate
+
 // Tool calling: required and named tool choice give valid calls, as whole
-// responses and streamed; auto needs the server's parser.
+// responses and streamed; auto runs on a server without tool flags.
 func TestToolCalls(t *testing.T) {
-	ts := newTestServer(t, nil, Options{})
+	ts := newTestServer(t, nil, Options{ChatTemplate: toolsTemplate})
 	msgs := []map[string]any{{"role": "user", "content": "What is the weather in Paris?"}}
 	for _, choice := range []any{"required", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}} {
 		body := map[string]any{"messages": msgs, "tools": []any{weatherTool}, "tool_choice": choice, "max_tokens": 200, "temperature": 0,
@@ -152,9 +158,9 @@ func TestToolCalls(t *testing.T) {
 			t.Fatalf("tool_choice %v: streamed finish reasons %v, want %s", choice, finishes, wantFinish)
 		}
 	}
-	code, b := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool}})
-	checkError(t, code, b, http.StatusBadRequest, "tool_choice", "--enable-auto-tool-choice")
-	code, b = post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool},
+	var auto chatResponse
+	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool}, "max_tokens": 4}, &auto)
+	code, b := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{weatherTool},
 		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}})
 	checkError(t, code, b, http.StatusBadRequest, "tool_choice", "nope")
 	history := []map[string]any{msgs[0],
@@ -167,11 +173,14 @@ func TestToolCalls(t *testing.T) {
 	settle(t, ts)
 }
 
-// With --enable-auto-tool-choice, tool_choice auto runs free and the
-// output is read by the parser: the stories model writes no call, so the
+// tool_choice auto runs free and the output is read by the parser
+// (--tool-call-parser here): the stories model writes no call, so the
 // answer is content with finish_reason stop.
 func TestAutoToolChoice(t *testing.T) {
-	ts := newTestServer(t, nil, Options{EnableAutoToolChoice: true, ToolCallParser: "hermes"})
+	ts := newTestServer(t, nil, Options{ChatTemplate: toolsTemplate, ToolCallParser: "llama3_json"})
+	if b := ts.s.backend.Load(); b.toolParser != "llama3_json" || b.toolFallback != nil {
+		t.Fatalf("parser %q, fallback %v: want llama3_json, no fallback", b.toolParser, b.toolFallback != nil)
+	}
 	var resp chatResponse
 	postOK(t, ts.url+"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "Hi"}},
 		"tools": []any{weatherTool}, "max_tokens": 8, "temperature": 0}, &resp)

@@ -142,7 +142,7 @@ func TestRequestPhaseMetrics(t *testing.T) {
 			t.Errorf("%s count %d, want 1", name, h.GetSampleCount())
 		}
 	}
-	if v := metricValue(t, ts, `vllm:request_params_n_sum{model_name="stories260K"}`); v != 2 {
+	if v := metricValue(t, ts, `vllm:request_params_n_sum{engine="0",model_name="stories260K"}`); v != 2 {
 		t.Errorf("n sum %v", v)
 	}
 	req, _ := http.NewRequest("GET", ts.url+"/metrics", nil)

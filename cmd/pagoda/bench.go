@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 )
@@ -23,6 +24,14 @@ func benchCommands() []command {
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{fmt.Errorf("missing benchmark (want one of: %s)", benchNames())}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stdout, "usage: pagoda bench <benchmark> [flags]\n\nbenchmarks:")
+		for _, c := range benchCommands() {
+			fmt.Fprintf(stdout, "  %-11s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintln(stdout, "\nRun 'pagoda bench <benchmark> --help' for its flags.")
+		return flag.ErrHelp
 	}
 	for _, c := range benchCommands() {
 		if c.name == args[0] {

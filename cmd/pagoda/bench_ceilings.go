@@ -66,7 +66,7 @@ func (c *ceilings) print(w io.Writer) {
 // read bandwidth and peak float32 FMA and int8 dot-product throughput on 1
 // and N threads, measured in the same run.
 func runBenchCeilings(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench ceilings", stderr)
+	fs := newFlagSet("bench ceilings", stdout)
 	threads := fs.String("threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
 	readMiB := fs.Int("read-mib", 1024, "working set of the memory bandwidth probe, MiB")
 	outJSON := fs.String("output-json", "", outputJSONFlagHelp)

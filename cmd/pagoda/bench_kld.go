@@ -38,7 +38,7 @@ type kldFlags struct {
 // exact arithmetic is scored beside the fast one: how far each arithmetic
 // is from what it approximates.
 func runBenchKLD(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench kld", stderr)
+	fs := newFlagSet("bench kld", stdout)
 	var f kldFlags
 	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&f.text, "text", "", "UTF-8 text file to score (required; e.g. the repository's README.md)")

@@ -63,7 +63,7 @@ type latencyResult struct {
 // int8 dot-product peak, decode weight bytes read per step against the read
 // bandwidth of a working set the size of the weights.
 func runBenchLatency(args []string, stdout, stderr io.Writer) error {
-	f, err := parseLatencyFlags(args, stderr)
+	f, err := parseLatencyFlags(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -126,8 +126,8 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	return writeJSON(f.outputJSON, map[string]any{"ceilings": c, "results": all})
 }
 
-func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
-	fs := newFlagSet("bench latency", stderr)
+func parseLatencyFlags(args []string, out io.Writer) (latencyFlags, error) {
+	fs := newFlagSet("bench latency", out)
 	var f latencyFlags
 	fs.StringVar(&f.model, "model", defaultModelRef, modelFlagHelp)
 	fs.StringVar(&f.threads, "threads", "", "comma-separated thread counts (default 1 and GOMAXPROCS)")
@@ -144,7 +144,7 @@ func parseLatencyFlags(args []string, stderr io.Writer) (latencyFlags, error) {
 	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")
-	fs.IntVar(&f.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
+	fs.IntVar(&f.tpSize, "tensor-parallel-size", 1, tensorParallelHelp)
 	registerDBO(fs, &f.dbo)
 	if err := parseFlags(fs, args); err != nil {
 		return f, err

@@ -49,7 +49,7 @@ type planRun struct {
 // and the attention tiles laid out past the real work, which return at
 // once) with the forward time relative to eager as the time it costs.
 func runBenchPlans(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench plans", stderr)
+	fs := newFlagSet("bench plans", stdout)
 	var f benchPlansFlags
 	f.registerWorkload(fs, 256, 128, 32)
 	fs.StringVar(&f.modes, "modes", "exponential,linear,eager", "comma-separated: bucketing strategies (exponential, linear) and eager")

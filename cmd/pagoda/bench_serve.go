@@ -40,7 +40,7 @@ type benchServeFlags struct {
 // one token each in the usual vocabularies, so no tokenizer is needed; the
 // token counts reported are the server's own (usage), when it sends them.
 func runBenchServe(args []string, stdout, stderr io.Writer) error {
-	f, err := parseBenchServe(args, stderr)
+	f, err := parseBenchServe(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -48,8 +48,8 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 }
 
 // parseBenchServe reads `pagoda bench serve`'s flags.
-func parseBenchServe(args []string, stderr io.Writer) (benchServeFlags, error) {
-	fs := newFlagSet("bench serve", stderr)
+func parseBenchServe(args []string, out io.Writer) (benchServeFlags, error) {
+	fs := newFlagSet("bench serve", out)
 	var f benchServeFlags
 	f.register(fs)
 	fs.StringVar(&f.endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")

@@ -32,7 +32,7 @@ type benchSoakFlags struct {
 // answered 5xx or accepted a malformed body, or its gauges did not return
 // to 0 afterwards.
 func runBenchSoak(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench soak", stderr)
+	fs := newFlagSet("bench soak", stdout)
 	var f benchSoakFlags
 	f.register(fs)
 	fs.StringVar(&f.endpoints, "endpoints", "completions,chat", "endpoints to mix: completions, chat, or both")

@@ -26,7 +26,7 @@ const benchSchema = `{"type": "object", "properties": {"people": {"type": "array
 // of JSON-schema-constrained decoding against free decoding, same prompts and
 // token counts, at each concurrency, and the time of the grammar masks.
 func runBenchStructured(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench structured", stderr)
+	fs := newFlagSet("bench structured", stdout)
 	model := fs.String("model", defaultModelRef, modelFlagHelp)
 	levels := fs.String("concurrency", "1,32", "comma-separated numbers of sequences run at once")
 	maxTokens := fs.Int("max-tokens", 64, "tokens generated per request")

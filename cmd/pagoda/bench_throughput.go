@@ -42,7 +42,7 @@ type throughputFlags struct {
 // throughput`: every prompt is submitted at once to the offline API and the
 // engine batches them as it can.
 func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench throughput", stderr)
+	fs := newFlagSet("bench throughput", stdout)
 	var f throughputFlags
 	f.registerWorkload(fs, 128, 64, 64)
 	fs.StringVar(&f.dataset, "dataset", "random", "random, or a JSONL file of {\"prompt\": ...} lines")

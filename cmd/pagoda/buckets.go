@@ -16,7 +16,7 @@ import (
 // --max-num-seqs defaults to 64 rather than vLLM's 256: a CPU runs far fewer
 // sequences per step profitably.
 func runBuckets(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("buckets", stderr)
+	fs := newFlagSet("buckets", stdout)
 	var l bucket.Limits
 	fs.IntVar(&l.MaxNumSeqs, "max-num-seqs", 64, "most sequences in one step (vLLM: 256; 64 suits CPUs)")
 	fs.IntVar(&l.MaxNumPrefillSeqs, "max-num-prefill-seqs", 0, "most sequences in one prompt step (0: --max-num-seqs)")

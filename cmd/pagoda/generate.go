@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,13 +21,14 @@ import (
 func defaultModelPath() string { return modelcache.Default() }
 
 // modelFlagHelp describes a --model flag.
-const modelFlagHelp = "GGUF file, or a model reference: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf (see pagoda pull -h)"
+const modelFlagHelp = "GGUF file, or a model reference: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf, hf.co/org/repo[:QUANT], a huggingface.co URL (see pagoda pull --help)"
 
 // Help texts of the flags several commands share.
 const (
 	threadsFlagHelp    = "kernel threads (0 = all cores)"
 	exactFlagHelp      = "compute with llama.cpp's arithmetic, bit for bit (as its default configuration: its matmuls and unfused attention), instead of the fast integer block sums and tiled attention"
 	outputJSONFlagHelp = "also write the results to this JSON file"
+	tensorParallelHelp = "tensor-parallel ranks: run under mpirun -np N with the MPI build (make build-mpi)"
 )
 
 type generateFlags struct {
@@ -50,12 +52,13 @@ type generateFlags struct {
 	dbo         sched.DBO
 }
 
-// runGenerate implements `pagoda generate`: one prompt, text streamed to
-// stdout, then a line of token counts and rates on stderr.
+// runGenerate implements `pagoda generate [MODEL] --prompt P`: one prompt,
+// text streamed to stdout, then a line of token counts and rates on stderr.
 func runGenerate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("generate", stderr)
+	fs := newFlagSet("generate", stdout)
+	helpOf(fs).usage = "pagoda generate [MODEL] --prompt P [flags]"
 	var g generateFlags
-	fs.StringVar(&g.model, "model", defaultModelRef, modelFlagHelp)
+	fs.StringVar(&g.model, "model", "", modelFlagHelp+" (or the positional MODEL; default "+defaultModelRef+")")
 	fs.StringVar(&g.prompt, "prompt", "", "the prompt (required)")
 	fs.StringVar(&g.system, "system", "", "system message, with --chat")
 	fs.BoolVar(&g.chat, "chat", false, "render the prompt as a user message through the model's chat template")
@@ -71,21 +74,38 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&g.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
-	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
+	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, tensorParallelHelp)
 	registerDBO(fs, &g.dbo)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := positionalModel(fs, &g.model); err != nil {
 		return err
 	}
 	if g.prompt == "" {
 		return usageError{errors.New("--prompt is required")}
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
 	if g.tpSize < 1 {
 		return usageError{fmt.Errorf("--tensor-parallel-size must be ≥ 1, got %d", g.tpSize)}
 	}
 	return generate(g, stdout, stderr)
+}
+
+// positionalModel sets *model from the positional MODEL, if any (one at
+// most; it must agree with --model when both are given), else to the
+// default model when --model is empty.
+func positionalModel(fs *flag.FlagSet, model *string) error {
+	switch {
+	case fs.NArg() > 1:
+		return usageError{fmt.Errorf("unexpected arguments %q (one MODEL at most)", fs.Args())}
+	case fs.NArg() == 1 && *model != "" && *model != fs.Arg(0):
+		return usageError{fmt.Errorf("two models given: %s and --model %s", fs.Arg(0), *model)}
+	case fs.NArg() == 1:
+		*model = fs.Arg(0)
+	case *model == "":
+		*model = defaultModelRef
+	}
+	return nil
 }
 
 func generate(g generateFlags, stdout, stderr io.Writer) error {

@@ -4,11 +4,15 @@
 //	pagoda pull REF...                     download models (smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf)
 //	pagoda list                            list the cached models
 //	pagoda rm REF...                       delete cached models
-//	pagoda generate --model M --prompt P   generate text from one prompt
+//	pagoda generate [MODEL] --prompt P     generate text from one prompt
 //	pagoda bench throughput --model M      offline throughput benchmark
 //	pagoda buckets [flags]                 print the shape buckets of a configuration
 //	pagoda model info M                    print a GGUF file's metadata and tensors
 //	pagoda version                         print the version
+//	pagoda completion bash|zsh|fish        print a shell completion script
+//
+// Flags and positional arguments may come in any order (parseFlags);
+// --help on any command prints its flags (help.go).
 //
 // Every MODEL argument is a GGUF path or a reference that resolveModel
 // turns into one (downloading it when it is not cached).
@@ -20,9 +24,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	_ "pagoda/model/archs" // registers every architecture
+	"slices"
 
 	"pagoda/dist"
+	_ "pagoda/model/archs" // registers every architecture
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -38,12 +43,13 @@ func commands() []command {
 	return []command{
 		{"serve", "serve a model over the OpenAI-compatible HTTP API", runServe},
 		{"generate", "generate text from one prompt", runGenerate},
-		{"pull", "download models: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf", runPull},
+		{"pull", "download models: smollm2, gemma3, org/repo[:QUANT], org/repo/file.gguf, hf.co/..., huggingface.co URLs", runPull},
 		{"list", "list the cached models", runList},
 		{"rm", "delete cached models", runRm},
 		{"bench", "benchmarks: " + benchNames(), runBench},
 		{"buckets", "print the shape buckets of a configuration", runBuckets},
 		{"model", "inspect model files (model info FILE)", runModel},
+		{"completion", "print a shell completion script: completion bash|zsh|fish", runCompletion},
 		{"version", "print the version (and \"with Open MPI\" for a build with -tags mpi)", func(_ []string, stdout, _ io.Writer) error {
 			if dist.MPIAvailable {
 				fmt.Fprintln(stdout, "pagoda", version, "with Open MPI")
@@ -66,12 +72,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1:
+		usage(stdout)
 		return 0
+	case args[0] == "help": // pagoda help serve: pagoda serve --help
+		args = append(slices.Clone(args[1:]), "--help")
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
@@ -101,23 +110,6 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'pagoda <command> -h' for a command's flags.")
-}
-
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("pagoda "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseFlags parses args, wrapping errors as usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	return nil
+	fmt.Fprintln(w, "\nRun 'pagoda <command> --help' for a command's flags (flags and arguments in any order),\n"+
+		"'pagoda completion bash|zsh|fish' for a shell completion script.")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -15,10 +16,16 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("missing subcommand (want: info FILE, synth)")}
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, "usage: pagoda model info MODEL [--tensors] | pagoda model synth [flags]\n\n"+
+			"  info   print a GGUF file's metadata and tensors\n  synth  write a GGUF of random weights at a real model's shape\n\n"+
+			"Run 'pagoda model info --help' or 'pagoda model synth --help' for their flags.")
+		return flag.ErrHelp
 	case "synth":
 		return runModelSynth(args[1:], stdout, stderr)
 	case "info":
-		fs := newFlagSet("model info", stderr)
+		fs := newFlagSet("model info", stdout)
+		helpOf(fs).usage = "pagoda model info MODEL [--tensors]"
 		tensors := fs.Bool("tensors", false, "list every tensor")
 		if err := parseFlags(fs, args[1:]); err != nil {
 			return err

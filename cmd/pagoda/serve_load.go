@@ -16,20 +16,14 @@ import (
 )
 
 // warmup captures the step plans, logging the bucket warnings, progress
-// and what it cost.
-func warmup(e *engine.Engine, logger *log.Logger) error {
+// (see warmupProgress) and what it cost.
+func warmup(e *engine.Engine, logger *log.Logger, progress io.Writer) error {
 	if t := e.Runner().Buckets(); t != nil {
 		for _, w := range t.Warnings {
 			logger.Printf("WARNING %s", w)
 		}
 	}
-	last := time.Now()
-	st, err := e.Warmup(func(done, total int) {
-		if now := time.Now(); now.Sub(last) >= 2*time.Second || done == total {
-			logger.Printf("INFO warm-up: %d/%d shapes", done, total)
-			last = now
-		}
-	})
+	st, err := e.Warmup(warmupProgress(progress, isTerminal(progress), logger, time.Now))
 	if err != nil {
 		return err
 	}
@@ -38,6 +32,50 @@ func warmup(e *engine.Engine, logger *log.Logger) error {
 			st.Plans, st.Runs, st.Duration.Round(time.Millisecond), float64(st.Bytes)/(1<<20), st.MaxTokens)
 	}
 	return nil
+}
+
+// warmupProgress reports the warm-up of the bucket shapes: on a terminal
+// one progress bar, redrawn in place and erased at the end (as
+// loadEngine's spinner); otherwise a log line "warm-up: N/M shapes" at
+// most every 2 s, and at the end.
+func warmupProgress(w io.Writer, tty bool, logger *log.Logger, now func() time.Time) func(done, total int) {
+	start := now()
+	last := start
+	return func(done, total int) {
+		t := now()
+		switch {
+		case tty && done < total:
+			fmt.Fprintf(w, "\r%s", progressBar(done, total, t.Sub(start)))
+		case tty:
+			fmt.Fprint(w, "\r\033[K")
+		case t.Sub(last) >= 2*time.Second || done == total:
+			logger.Printf("INFO warm-up: %d/%d shapes", done, total)
+			last = t
+		}
+	}
+}
+
+// progressBar is "warm-up [#####-----] 5/11 shapes 1.2s", 30 cells wide.
+func progressBar(done, total int, elapsed time.Duration) string {
+	const width = 30
+	filled := 0
+	if total > 0 {
+		filled = min(width, done*width/total)
+	}
+	return fmt.Sprintf("warm-up [%s%s] %d/%d shapes %.1fs", strings.Repeat("#", filled),
+		strings.Repeat("-", width-filled), done, total, elapsed.Seconds())
+}
+
+// kvCacheLine says how big the KV cache is and why (engine.KVCacheSizing).
+func kvCacheLine(e *engine.Engine) string {
+	cfg := e.Config()
+	s := cfg.KVCache
+	ranks := ""
+	if cfg.TensorParallel != nil && cfg.TensorParallel.Size() > 1 {
+		ranks = fmt.Sprintf(" on each of %d tensor-parallel ranks", cfg.TensorParallel.Size())
+	}
+	return fmt.Sprintf("INFO KV cache: %d blocks × %d tokens = %d tokens, %.1f MiB %s%s: %s",
+		s.NumBlocks, cfg.BlockSize, s.NumBlocks*cfg.BlockSize, float64(s.Bytes())/(1<<20), cfg.KVCacheType, ranks, s.Reason)
 }
 
 // loadEngine builds the engine while reporting progress on stderr: a
@@ -107,10 +145,7 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 		tp = fmt.Sprintf(" on each of %d tensor-parallel ranks", ranks)
 	}
 	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads/ranks, mc.HeadDim, cfg.KVCacheType)
-	names := opts.ServedModelNames
-	if len(names) == 0 {
-		names = []string{server.ModelName(cfg.Model)}
-	}
+	names := server.ServedNames(opts.ServedModelNames, opts.ModelRef, cfg.Model)
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = strconv.Quote(n)

@@ -32,7 +32,7 @@ type vllmServeFlags struct {
 func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.dtype, "dtype", "auto", "activation type: auto or float32 (= float); pagoda computes in float32")
 	fs.Var(&v.seed, "seed", "seed of the requests that bring none: each gets one derived from it and its arrival order (default: random)")
-	fs.IntVar(&v.tensorParallel, "tensor-parallel-size", 1, "tensor-parallel ranks: run under `mpirun -np N` with the MPI build (make build-mpi)")
+	fs.IntVar(&v.tensorParallel, "tensor-parallel-size", 1, tensorParallelHelp)
 	v.maxLogprobs = sample.MaxLogprobs
 	fs.IntVar(&v.maxLogprobs, "max-logprobs", v.maxLogprobs, "most logprobs, top_logprobs or prompt_logprobs a request may ask (400 beyond)")
 	fs.StringVar(&v.generationConfig, "generation-config", genConfigAuto,
@@ -46,14 +46,15 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&v.logLevel, "log-level", "same as --uvicorn-log-level")
 	fs.BoolVar(&v.disableAccessLog, "disable-uvicorn-access-log", false, "no access lines at log level debug")
 	v.origins, v.methods, v.headers = jsonList{"*"}, jsonList{"*"}, jsonList{"*"}
-	fs.Var(&v.origins, "allowed-origins", `CORS: allowed origins, a JSON list or comma-separated (default ["*"])`)
-	fs.Var(&v.methods, "allowed-methods", `CORS: allowed methods (default ["*"])`)
-	fs.Var(&v.headers, "allowed-headers", `CORS: allowed request headers (default ["*"])`)
+	fs.Var(&v.origins, "allowed-origins", "CORS: allowed origins, a JSON list or comma-separated")
+	fs.Var(&v.methods, "allowed-methods", "CORS: allowed methods")
+	fs.Var(&v.headers, "allowed-headers", "CORS: allowed request headers")
 	fs.BoolVar(&v.allowCredentials, "allow-credentials", false, "CORS: allow credentials")
 	fs.BoolVar(&v.autoToolChoice, "enable-auto-tool-choice", false,
-		`let chat requests with tools use tool_choice "auto": outputs are parsed for calls by --tool-call-parser`)
+		`accepted for vLLM's command line: tool_choice "auto" is always on (calls are read by --tool-call-parser)`)
 	fs.StringVar(&v.toolCallParser, "tool-call-parser", "",
-		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), " (<tool_call>{…}</tool_call>), ")+" (JSON objects)")
+		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), " (<tool_call>{…}</tool_call>), ")+
+			" (JSON objects); default: chosen from the model's chat template")
 	fs.StringVar(&v.reasoningParser, "reasoning-parser", "",
 		"split a thinking model's chat output into reasoning_content (<think>…</think>) and content: "+
 			strings.Join(server.ReasoningParsers(), " or "))
@@ -81,9 +82,6 @@ func (v *vllmServeFlags) apply(opts *server.Options) error {
 	if v.seed.set {
 		seed := v.seed.v
 		opts.Seed = &seed
-	}
-	if v.autoToolChoice && v.toolCallParser == "" {
-		return fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (%s)", strings.Join(server.ToolCallParsers(), " or "))
 	}
 	if p := v.toolCallParser; p != "" && !slices.Contains(server.ToolCallParsers(), p) {
 		return fmt.Errorf("--tool-call-parser must be %s, got %q", strings.Join(server.ToolCallParsers(), " or "), p)

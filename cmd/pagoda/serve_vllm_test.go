@@ -50,7 +50,7 @@ func TestServeVLLMFlags(t *testing.T) {
 		{name: "auto tool choice", args: []string{"--enable-auto-tool-choice", "--tool-call-parser", "hermes"},
 			check: func(r result) bool { return r.opts.EnableAutoToolChoice && r.opts.ToolCallParser == "hermes" }},
 		{name: "auto tool choice without parser", args: []string{"--enable-auto-tool-choice"},
-			wantErr: "--enable-auto-tool-choice needs --tool-call-parser (hermes or llama3_json)"},
+			check: func(r result) bool { return r.opts.EnableAutoToolChoice && r.opts.ToolCallParser == "" }},
 		{name: "unknown tool parser", args: []string{"--tool-call-parser", "mistral"},
 			wantErr: `--tool-call-parser must be hermes or llama3_json, got "mistral"`},
 		{name: "reasoning parser", args: []string{"--reasoning-parser", "qwen3"},
@@ -88,7 +88,7 @@ func TestServeVLLMFlags(t *testing.T) {
 			check: func(r result) bool { return !r.opts.LogAccess && r.f.vllm.logLevel == levelWarning }},
 		{name: "access log off", args: []string{"--log-level", "trace", "--disable-uvicorn-access-log"},
 			check: func(r result) bool { return !r.opts.LogAccess }},
-		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: `invalid value "loud" for flag -log-level`},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: `invalid value "loud" for flag --log-level`},
 		{name: "generation config vllm", args: []string{"--generation-config", "vllm"},
 			check: func(r result) bool { return r.opts.Generation.IsZero() }},
 		{name: "generation config folder", args: []string{"--generation-config", genDir}, check: func(r result) bool {
@@ -155,7 +155,7 @@ func TestServeVLLMFlags(t *testing.T) {
 		{name: "typo", args: []string{"--max-model-length", "5"}, wantErr: "unknown flag --max-model-length (did you mean --max-model-len?)"},
 		{name: "typo of a vLLM flag", args: []string{"--gpu-memory-utilisation", "0.9"},
 			wantErr: "unknown flag --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)"},
-		{name: "bad int", args: []string{"--port", "eighty"}, wantErr: `invalid value "eighty" for flag -port`},
+		{name: "bad int", args: []string{"--port", "eighty"}, wantErr: `invalid value "eighty" for flag --port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, cfg, opts, err := parseConfig(tc.args, tc.env)
@@ -176,7 +176,7 @@ func TestServeVLLMFlags(t *testing.T) {
 }
 
 // A refused or unknown flag exits 2 with exactly one line on stderr; --help
-// still prints the usage.
+// still prints the usage, on stdout.
 func TestServeFlagErrorsAreOneLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--gpu-memory-utilization", "0.9"},
@@ -190,9 +190,9 @@ func TestServeFlagErrorsAreOneLine(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line", args, code, stderr)
 		}
 	}
-	code, _, stderr := runCLI("serve", "--help")
-	if code != 0 || !strings.Contains(stderr, "usage: pagoda serve") || !strings.Contains(stderr, "-served-model-name") {
-		t.Errorf("--help: exit %d, stderr %q", code, stderr)
+	code, stdout, stderr := runCLI("serve", "--help")
+	if code != 0 || !strings.Contains(stdout, "usage: pagoda serve") || !strings.Contains(stdout, "--served-model-name") || stderr != "" {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

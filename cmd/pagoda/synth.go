@@ -18,7 +18,7 @@ import (
 // every matrix quantized to --type by pagoda's quantizers, with a real
 // vocabulary copied from --vocab.
 func runModelSynth(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("model synth", stderr)
+	fs := newFlagSet("model synth", stdout)
 	var f synthFlags
 	fs.StringVar(&f.arch, "arch", "", "family: "+strings.Join(synth.Families(), ", ")+
 		" (default: the shape's; with --dims, llama; llama3 is llama with Llama 3.2's RoPE scaling and vocabulary)")

@@ -78,6 +78,15 @@ var vllmFlags = []vllmFlag{
 		"--max-model-len to compute every prompt in one step", meaning: "compute every prompt in one step"},
 }
 
+// vllmFlagNames lists vllmFlags' names, for suggestions.
+func vllmFlagNames() []string {
+	names := make([]string, len(vllmFlags))
+	for i, v := range vllmFlags {
+		names[i] = v.name
+	}
+	return names
+}
+
 func lookupVLLMFlag(name string) (vllmFlag, bool) {
 	i := slices.IndexFunc(vllmFlags, func(v vllmFlag) bool { return v.name == name })
 	if i < 0 {
@@ -88,36 +97,46 @@ func lookupVLLMFlag(name string) (vllmFlag, bool) {
 
 // serveArgs is the command line of `pagoda serve` after normalizeServeArgs.
 type serveArgs struct {
-	args        []string // for fs.Parse: pagoda's own flags and the positionals
+	args        []string // for fs.Parse: pagoda's own flags, as --name=value
+	positional  []string // the positional arguments, in order
 	servedNames []string // every --served-model-name value, in order
 	notes       []string // one line per no-op vLLM flag given
 }
 
-// normalizeServeArgs accepts the command line as `vllm serve` does: flag
-// names with dashes or underscores; --served-model-name followed by one or
-// more names (up to the next token starting with "-"), which it collects;
-// the vLLM flags of vllmFlags, dropped with a note (no-op) or refused with
-// a one-line error. An unknown flag is an error naming the closest known
-// one. -h/--help returns flag.ErrHelp.
+// normalizeServeArgs accepts the command line as `vllm serve` does: flags
+// and positional arguments in any order ("--" ends the flags); flag names
+// with dashes or underscores; --served-model-name followed by one or more
+// names (up to the next token starting with "-"), which it collects; the
+// vLLM flags of vllmFlags, dropped with a note (no-op) or refused with a
+// one-line error. An unknown flag is an error naming the closest known
+// one. -h/--help[=TOPIC] anywhere sets the help flag and returns
+// flag.ErrHelp, whatever else is wrong; otherwise the first error is
+// returned.
 func normalizeServeArgs(fs *flag.FlagSet, in []string) (serveArgs, error) {
 	var out serveArgs
+	var first error
+	help := false
 	sc := &argScanner{in: in}
 	for ; sc.i < len(in); sc.i++ {
 		tok := in[sc.i]
 		if tok == "--" {
-			out.args = append(out.args, in[sc.i:]...)
+			out.positional = append(out.positional, in[sc.i+1:]...)
 			break
 		}
 		if !strings.HasPrefix(tok, "-") || tok == "-" {
-			out.args = append(out.args, tok)
+			out.positional = append(out.positional, tok)
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(tok, "-"), "=")
 		sc.name, sc.value, sc.hasValue = strings.ReplaceAll(name, "_", "-"), value, hasValue
 		var err error
 		switch {
-		case sc.name == "h" || sc.name == "help":
-			return out, flag.ErrHelp
+		case isHelpFlag(sc.name):
+			help = true
+			if !hasValue {
+				value = "true"
+			}
+			fs.Lookup(sc.name).Value.Set(value)
 		case sc.name == "served-model-name":
 			err = sc.servedNames(&out)
 		case fs.Lookup(sc.name) != nil:
@@ -125,11 +144,14 @@ func normalizeServeArgs(fs *flag.FlagSet, in []string) (serveArgs, error) {
 		default:
 			err = sc.vllm(fs, &out)
 		}
-		if err != nil {
-			return out, err
+		if err != nil && first == nil {
+			first = err
 		}
 	}
-	return out, nil
+	if help {
+		return out, flag.ErrHelp
+	}
+	return out, first
 }
 
 // argScanner walks a command line; name, value and hasValue describe the
@@ -189,7 +211,7 @@ func (sc *argScanner) own(f *flag.Flag, out *serveArgs) error {
 func (sc *argScanner) vllm(fs *flag.FlagSet, out *serveArgs) error {
 	vf, ok := lookupVLLMFlag(sc.name)
 	if !ok {
-		return unknownFlagError(fs, sc.name)
+		return unknownFlagError(fs, sc.name, vllmFlagNames())
 	}
 	v := ""
 	if vf.value {
@@ -223,50 +245,4 @@ func spaceValue(v string) string {
 		return ""
 	}
 	return " " + v
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// unknownFlagError names the flag and, when one is close enough, the known
-// flag nearest to it in edit distance.
-func unknownFlagError(fs *flag.FlagSet, name string) error {
-	known := []string{}
-	fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
-	for _, v := range vllmFlags {
-		known = append(known, v.name)
-	}
-	best, bestD := "", len(name)/2+2 // farther than this is no suggestion
-	for _, k := range known {
-		if d := editDistance(name, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best == "" {
-		return fmt.Errorf("unknown flag --%s (run `pagoda serve --help` for the flags)", name)
-	}
-	return fmt.Errorf("unknown flag --%s (did you mean --%s?)", name, best)
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -147,6 +147,9 @@ func (c *Client) do(req *http.Request) (resp *http.Response, linked string, err 
 		return nil
 	}
 	resp, err = client.Do(req)
+	if err != nil && req.Context().Err() == nil {
+		err = unreachable(err)
+	}
 	if err == nil && resp.Header.Get("X-Linked-Etag") != "" {
 		linked = resp.Header.Get("X-Linked-Etag")
 	}

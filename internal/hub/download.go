@@ -108,7 +108,9 @@ func (c *Client) fetchOnce(ctx context.Context, repo, file, part string, p *prog
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
 	resp, linked, err := c.do(req)
-	if err != nil {
+	if errors.Is(err, ErrUnreachable) {
+		return err // no server answered: another try would not either
+	} else if err != nil {
 		return transient{err}
 	}
 	defer resp.Body.Close()
