@@ -15,7 +15,10 @@ import (
 // The module path: every repository package imports the others under it.
 const module = "pagoda"
 
-// TestLayoutMatchesImports: the import list of README.md's Layout section is
+// layoutFile holds the Layout section the test checks.
+const layoutFile = "docs/architecture.md"
+
+// TestLayoutMatchesImports: the import list of docs/architecture.md's Layout section is
 // exactly the set of imports between the repository's packages (the non-test
 // imports `go list -f '{{.ImportPath}} {{.Imports}}' ./...` prints: go/build
 // reads them the same way, under the default build tags), and every import
@@ -27,12 +30,12 @@ func TestLayoutMatchesImports(t *testing.T) {
 	got := importEdges(t)
 	for _, e := range got {
 		if !slices.Contains(want, e) {
-			t.Errorf("%s is imported but README.md's Layout section does not list it", e)
+			t.Errorf("%s is imported but docs/architecture.md's Layout section does not list it", e)
 		}
 	}
 	for _, e := range want {
 		if !slices.Contains(got, e) {
-			t.Errorf("README.md's Layout section lists %s, which nothing imports", e)
+			t.Errorf("docs/architecture.md's Layout section lists %s, which nothing imports", e)
 		}
 	}
 	level := chainLevels(t, section)
@@ -48,16 +51,16 @@ func TestLayoutMatchesImports(t *testing.T) {
 	}
 }
 
-// layoutSection is README.md from "## Layout" to the next heading of any level.
+// layoutSection is layoutFile from "## Layout" to the next heading of any level.
 func layoutSection(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile("README.md")
+	raw, err := os.ReadFile(layoutFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(raw), "\n## Layout\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Layout" section`)
+		t.Fatal(`docs/architecture.md has no "## Layout" section`)
 	}
 	if i := regexp.MustCompile(`(?m)^#`).FindStringIndex(rest); i != nil {
 		rest = rest[:i[0]]
@@ -71,7 +74,7 @@ func readmeEdges(t *testing.T, section string) []string {
 	t.Helper()
 	_, block, ok := strings.Cut(section, "```text imports\n")
 	if !ok {
-		t.Fatal("README.md's Layout section has no ```text imports block")
+		t.Fatal("docs/architecture.md's Layout section has no ```text imports block")
 	}
 	block, _, _ = strings.Cut(block, "```")
 	var edges []string
@@ -134,7 +137,7 @@ func chainLevels(t *testing.T, section string) map[string]int {
 	t.Helper()
 	m := regexp.MustCompile("`([a-z/]+ → [^`]*→[^`]*)`").FindStringSubmatch(section)
 	if m == nil {
-		t.Fatal("README.md's Layout section has no layer chain `a → b → …`")
+		t.Fatal("docs/architecture.md's Layout section has no layer chain `a → b → …`")
 	}
 	level := map[string]int{}
 	for i, names := range strings.Split(m[1], "→") {

@@ -13,7 +13,7 @@ import (
 )
 
 // vllmServeFlags are the flags of `vllm serve` pagoda implements besides
-// the engine's (see the README's "Coming from vLLM").
+// the engine's (see "Coming from vLLM" in docs/command-line.md).
 type vllmServeFlags struct {
 	dtype, generationConfig        string
 	overrideGeneration             generationOverride

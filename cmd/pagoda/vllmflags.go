@@ -21,7 +21,7 @@ type vllmFlag struct {
 }
 
 // vllmFlags are the `vllm serve` flags pagoda recognizes without
-// implementing them. The README's "Coming from vLLM" table lists them.
+// implementing them. The "Coming from vLLM" table of docs/command-line.md lists them.
 var vllmFlags = []vllmFlag{
 	{name: "trust-remote-code", meaning: "run the model repository's Python code; GGUF files carry no code"},
 	{name: "disable-fastapi-docs", meaning: "hide the OpenAPI docs pages; pagoda serves none"},
