@@ -185,13 +185,9 @@ func chatFilters() *exec.FilterSet {
 
 // rsplitMethod is Python's str.rsplit(sep=None, maxsplit=-1).
 func rsplitMethod(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
-	var sep *exec.Value
-	maxSplit := -1
-	if err := args.Take(
-		exec.PositionalArgument("sep", exec.AsValue(nil), func(v *exec.Value) error { sep = v; return nil }),
-		exec.PositionalArgument("maxsplit", exec.AsValue(-1), exec.IntArgument(&maxSplit)),
-	); err != nil {
-		return nil, exec.ErrInvalidCall(err)
+	sep, maxSplit, err := splitArgs(args)
+	if err != nil {
+		return nil, err
 	}
 	var parts []string
 	switch {
@@ -243,4 +239,17 @@ func reversed(ss []string) []string {
 		ss[i], ss[j] = ss[j], ss[i]
 	}
 	return ss
+}
+
+// splitArgs takes str.split's and str.rsplit's arguments (sep=None,
+// maxsplit=-1).
+func splitArgs(args *exec.VarArgs) (sep *exec.Value, maxSplit int, err error) {
+	maxSplit = -1
+	if err := args.Take(
+		exec.PositionalArgument("sep", exec.AsValue(nil), func(v *exec.Value) error { sep = v; return nil }),
+		exec.PositionalArgument("maxsplit", exec.AsValue(-1), exec.IntArgument(&maxSplit)),
+	); err != nil {
+		return nil, 0, exec.ErrInvalidCall(err)
+	}
+	return sep, maxSplit, nil
 }

@@ -42,13 +42,9 @@ var strOverrides = map[string]exec.Method[string]{
 	"lstrip": stripMethod(strings.TrimLeft, strings.TrimLeftFunc),
 	"rstrip": stripMethod(strings.TrimRight, strings.TrimRightFunc),
 	"split": func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
-		var sep *exec.Value
-		maxSplit := -1
-		if err := args.Take(
-			exec.PositionalArgument("sep", exec.AsValue(nil), func(v *exec.Value) error { sep = v; return nil }),
-			exec.PositionalArgument("maxsplit", exec.AsValue(-1), exec.IntArgument(&maxSplit)),
-		); err != nil {
-			return nil, exec.ErrInvalidCall(err)
+		sep, maxSplit, err := splitArgs(args)
+		if err != nil {
+			return nil, err
 		}
 		if sep.IsNil() {
 			return toAnys(splitWhitespace(self, maxSplit)), nil
