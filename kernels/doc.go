@@ -3,6 +3,44 @@
 // RoPE, softmax, SwiGLU, elementwise ops and paged attention, plus the
 // persistent worker Pool that runs them on several cores.
 //
+// # Generated kernels
+//
+// The assembly is generated with avo by the module in _asm, one family per
+// file pair (family_amd64.s, family_stubs_amd64.go; see generate.go). The
+// avx512 implementation needs AVX-512 F/BW/DQ/VL with VNNI, the avx2 one
+// AVX2 and FMA (accel_amd64.go); each weight type's kernels are chosen in
+// accelTypes.
+//
+//	family      ISA             serves
+//	gemm32      AVX-512 VNNI    MatMul on Q4_0, Q4_1, Q8_0 (rows as stored, and Pack's four-row layout)
+//	gemm32avx2  AVX2            MatMul on Q4_0, Q4_1, Q8_0
+//	gemm5       AVX-512 VNNI    MatMul on Q5_0, Q5_1
+//	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
+//	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
+//	gemmr       AVX2            MatMul on repacked Q4_0 (Repack; fast Q4_0 under avx2)
+//	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+//	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
+//	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups)
+//	kfastavx2   AVX2            the same
+//	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
+//	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 and fast records
+//	quantavx2   AVX2            the same
+//	vec         AVX-512         F32/F16/BF16 dot products (float-weight rows), axpy,
+//	                            scale, RMSNorm, SiLU, SwiGLU, softmax exp, add, mul
+//	vecavx2     AVX2            the same
+//	rope        AVX-512, AVX2   RoPE, normal and NeoX
+//	attn        AVX-512         attention over the F16 cache: scores, scaling, values
+//	attnavx2    AVX2            the same, and float32 to F16 rows
+//	tiled       AVX-512         AttnTiled: F16 blocks to float32, block scores, values;
+//	                            scores and values on F16 rows in place
+//	tiledavx2   AVX2            the same
+//	prefetch    any amd64       cache hints: weight lines, gathered KV rows
+//	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
+//
+// In the exact arithmetic, types without a kernel in an implementation
+// (Q5_0, Q5_1 and the K-quants under avx2) use the generic dot product
+// with that implementation's activation quantizers.
+//
 // # Implementations
 //
 // Every kernel has a portable Go reference in a *_generic.go file, which is
@@ -78,42 +116,4 @@
 // that ggml ties to positions (attention values, softmax blocks) use the
 // position in the sequence, which is llama.cpp's KV cell for a sequence
 // that starts at cell 0.
-//
-// # Generated kernels
-//
-// The assembly is generated with avo by the module in _asm, one family per
-// file pair (family_amd64.s, family_stubs_amd64.go; see generate.go). The
-// avx512 implementation needs AVX-512 F/BW/DQ/VL with VNNI, the avx2 one
-// AVX2 and FMA (accel_amd64.go); each weight type's kernels are chosen in
-// accelTypes.
-//
-//	family      ISA             serves
-//	gemm32      AVX-512 VNNI    MatMul on Q4_0, Q4_1, Q8_0 (rows as stored, and Pack's four-row layout)
-//	gemm32avx2  AVX2            MatMul on Q4_0, Q4_1, Q8_0
-//	gemm5       AVX-512 VNNI    MatMul on Q5_0, Q5_1
-//	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
-//	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
-//	gemmr       AVX2            MatMul on repacked Q4_0 (Repack; fast Q4_0 under avx2)
-//	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
-//	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
-//	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups)
-//	kfastavx2   AVX2            the same
-//	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
-//	quant       AVX-512         activation quantizers Q8_0, Q8_1, Q8_K; gemm32 and fast records
-//	quantavx2   AVX2            the same
-//	vec         AVX-512         F32/F16/BF16 dot products (float-weight rows), axpy,
-//	                            scale, RMSNorm, SiLU, SwiGLU, softmax exp, add, mul
-//	vecavx2     AVX2            the same
-//	rope        AVX-512, AVX2   RoPE, normal and NeoX
-//	attn        AVX-512         attention over the F16 cache: scores, scaling, values
-//	attnavx2    AVX2            the same, and float32 to F16 rows
-//	tiled       AVX-512         AttnTiled: F16 blocks to float32, block scores, values;
-//	                            scores and values on F16 rows in place
-//	tiledavx2   AVX2            the same
-//	prefetch    any amd64       cache hints: weight lines, gathered KV rows
-//	ceil        AVX-512, AVX2   bandwidth and peak probes of `pagoda bench ceilings`
-//
-// In the exact arithmetic, types without a kernel in an implementation
-// (Q5_0, Q5_1 and the K-quants under avx2) use the generic dot product
-// with that implementation's activation quantizers.
 package kernels
