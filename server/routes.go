@@ -156,6 +156,9 @@ func (b *backend) decodeJSON(w http.ResponseWriter, r *http.Request, v any) erro
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("", "invalid JSON body: %v", err)
 	}
+	if k, dup := duplicateKey(body); dup {
+		return badRequest(k, "duplicate key %q in the JSON body: each field may appear once", k)
+	}
 	ignored, aerr := checkFields(body, v)
 	if aerr != nil {
 		return aerr
