@@ -35,9 +35,15 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (string, error) {
 		if err := checkFile(file); err != nil { // the listing names a path outside the repo
 			return "", fmt.Errorf("%s: the hub lists %w", ref, err)
 		}
+		if err := c.checkParts(ref, file); err != nil {
+			return "", err
+		}
 		if err := hasAll(files, Parts(file)); err != nil {
 			return "", fmt.Errorf("%s: %w", ref, err)
 		}
+	}
+	if err := c.checkParts(ref, file); err != nil {
+		return "", err
 	}
 	parts := Parts(file)
 	for _, p := range parts {
@@ -50,6 +56,15 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (string, error) {
 		}
 	}
 	return c.Path(ref.Repo, parts[0]), nil
+}
+
+// checkParts refuses a split GGUF of more parts than Limits.MaxParts
+// before any part is named or fetched.
+func (c *Client) checkParts(ref Ref, file string) error {
+	if n := SplitOf(file).Count; n > c.Limits.maxParts() {
+		return fmt.Errorf("%s: %s is one of %d parts, more than the %d a split GGUF may have here", ref, file, n, c.Limits.maxParts())
+	}
+	return nil
 }
 
 // hasAll checks that a listing holds every part of a split set.
@@ -79,6 +94,9 @@ func (c *Client) Cached(ref Ref) string {
 		if file, err = Select(c.cachedFiles(ref.Repo), ref.Quant); err != nil {
 			return ""
 		}
+	}
+	if SplitOf(file).Count > c.Limits.maxParts() {
+		return ""
 	}
 	parts := Parts(file)
 	for _, p := range parts {

@@ -37,6 +37,7 @@ type Client struct {
 	HTTP     *http.Client
 	Progress io.Writer // download progress; nil for none
 	TTY      bool      // Progress is a terminal: redraw one line
+	Limits   Limits    // timeouts and caps; the zero value is the defaults
 }
 
 // FromEnv is a client of HF_ENDPOINT (else DefaultEndpoint) with HF_TOKEN
@@ -73,13 +74,21 @@ func (c *Client) ListFiles(ctx context.Context, repo string) ([]string, error) {
 	if c.Offline {
 		return nil, fmt.Errorf("%s: cannot list the repo: %w", repo, ErrOffline)
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.Limits.listing())
+	defer cancel()
+	timedOut := func(err error) error {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the listing did not finish within %v (a slow or stuck hub; HF_ENDPOINT names another)", c.Limits.listing())
+		}
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Endpoint+"/api/models/"+repo, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, _, err := c.do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: listing the repo: %w", repo, err)
+		return nil, fmt.Errorf("%s: listing the repo: %w", repo, timedOut(err))
 	}
 	defer resp.Body.Close()
 	if err := statusError(resp, repo, ""); err != nil {
@@ -91,7 +100,7 @@ func (c *Client) ListFiles(ctx context.Context, repo string) ([]string, error) {
 		} `json:"siblings"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil {
-		return nil, fmt.Errorf("%s: reading the repo listing: %w", repo, err)
+		return nil, fmt.Errorf("%s: reading the repo listing: %w", repo, timedOut(err))
 	}
 	files := make([]string, 0, len(info.Siblings))
 	for _, s := range info.Siblings {

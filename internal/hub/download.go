@@ -68,7 +68,7 @@ func (c *Client) fetch(ctx context.Context, repo, file, dest string) error {
 		if size(part) <= before && attempt < maxAttempts { // no progress: wait a little
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Duration(attempt) * time.Second):
+			case <-time.After(time.Duration(attempt) * c.Limits.backoff()):
 			}
 		}
 		if ctx.Err() != nil {
@@ -99,6 +99,8 @@ func (c *Client) fetchOnce(ctx context.Context, repo, file, part string, p *prog
 	if err != nil {
 		return err
 	}
+	ctx, w := watchIdle(ctx, c.Limits.idle())
+	defer w.stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.fileURL(repo, file), nil)
 	if err != nil {
 		return err
@@ -111,9 +113,10 @@ func (c *Client) fetchOnce(ctx context.Context, repo, file, part string, p *prog
 	if errors.Is(err, ErrUnreachable) {
 		return err // no server answered: another try would not either
 	} else if err != nil {
-		return transient{err}
+		return transient{w.stalled(err)}
 	}
 	defer resp.Body.Close()
+	w.started()
 	total, err := c.startAt(f, resp, have, repo, file)
 	if err != nil {
 		return err
@@ -125,7 +128,18 @@ func (c *Client) fetchOnce(ctx context.Context, repo, file, part string, p *prog
 	if want == "" {
 		want = etagSHA256(resp.Header.Get("ETag"))
 	}
-	return receive(f, resp.Body, have, total, want, p, repo+"/"+file)
+	limit := total - have // what the file may still take: the announced rest
+	if total < 0 {
+		limit = -1
+		if free := freeBytes(filepath.Dir(part)); free >= 0 {
+			limit = max(0, free-c.Limits.reserve())
+		}
+	}
+	err = receive(f, kickReader{resp.Body, w}, have, total, limit, want, p, repo+"/"+file)
+	if errors.As(err, new(transient)) {
+		return transient{w.stalled(err)}
+	}
+	return err
 }
 
 // startAt checks the answer to a (range) request and prepares f for it: a
@@ -184,10 +198,16 @@ func contentRange(v string) (start, total int64, ok bool) {
 	return start, total, err == nil
 }
 
-// receive appends body to f (which holds have bytes), then checks the size
-// against total (-1: unknown) and the sha256 of the whole file against
-// want ("": not announced). A mismatch removes the file.
-func receive(f *os.File, body io.Reader, have, total int64, want string, p *progress, name string) error {
+// receive appends at most limit bytes of body to f (which holds have
+// bytes; limit -1: no limit), then checks the size against total (-1:
+// unknown) and the sha256 of the whole file against want ("": not
+// announced). A mismatch, or a body longer than limit (more than the
+// announced size, or, without one, more than the disk can take while
+// keeping its reserve), removes the file.
+func receive(f *os.File, body io.Reader, have, total, limit int64, want string, p *progress, name string) error {
+	if limit >= 0 {
+		body = io.LimitReader(body, limit+1)
+	}
 	h := sha256.New()
 	if have > 0 {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -201,6 +221,14 @@ func receive(f *os.File, body io.Reader, have, total int64, want string, p *prog
 	n, err := io.Copy(io.MultiWriter(f, h, p), body)
 	if err != nil {
 		return transient{fmt.Errorf("%s: download broke off after %d bytes: %w", name, have+n, err)}
+	}
+	if limit >= 0 && n > limit {
+		f.Close()
+		os.Remove(f.Name())
+		if total >= 0 {
+			return fmt.Errorf("%s: the hub sent more than the announced %d bytes (the download was removed)", name, total)
+		}
+		return fmt.Errorf("%s: the hub announced no size and the download reached the disk's free space less its reserve (the download was removed)", name)
 	}
 	if total >= 0 && have+n != total {
 		return transient{fmt.Errorf("%s: got %d bytes of %d", name, have+n, total)}
