@@ -84,10 +84,10 @@ mpi-deps:
 # race detector with -short over the packages with concurrency (RACE_PKGS:
 # the engine loop, the server, the runner, the kernels' worker pool and fused
 # jobs, dist, the commands and clients, the in-process tensor-parallel
-# model tests), skipping the numerical comparisons with llama.cpp
+# model tests, synth's parallel writers), skipping the numerical comparisons with llama.cpp
 # (RACE_SKIP), which the full pass ran and which have no concurrency of
 # their own.
-RACE_PKGS := ./engine/ ./server/ ./runner/ ./dist/ ./cmd/pagoda/ ./bench/ ./model/llama/ ./model/synth/ \
+RACE_PKGS := ./engine/ ./server/ ./runner/ ./dist/ ./cmd/pagoda/ ./bench/ ./model/llama/ \
 	./grammar/ ./internal/hugemem/ ./internal/hub/...
 RACE_KERNELS := Pool|Phased|Fused|Invariance|NoAlloc|SteadyState|MatMulN$$|MLP$$|NormMatMulN|AttentionMatMul|GLUJob
 RACE_SKIP := TestGemma3|TestSynthFamilies|TestSmolLM2Reference|TestSmolLM2TeacherForced|TestFamiliesFastArithmetic|TestKQuantFastArithmetic
@@ -100,6 +100,7 @@ test: model gemma3 vocab deps fmt-check vet
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel)' ./engine/ ./cmd/pagoda/
 	$(GO) test -count=1 -race -short -timeout 40m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_KERNELS)' ./kernels/
+	$(GO) test -count=1 -race -short -timeout 10m -run 'Deterministic' ./model/synth/
 
 vet: mpi-deps
 	$(GO) vet ./...
