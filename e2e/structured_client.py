@@ -300,7 +300,7 @@ def check_errors(client, model):
         (dict(response_format={"type": "xml"}), "response_format"),
         (dict(extra_body={"guided_regex": "([0-9]"}), "guided_regex"),
         (dict(extra_body={"guided_grammar": 'root ::= ("a" | "b"'}), "guided_grammar"),
-        (dict(extra_body={"guided_json": {"type": "object", "frobnicate": 1}}), "guided_json"),
+        (dict(extra_body={"guided_json": {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}), "guided_json"),
         (dict(extra_body={"guided_choice": []}), "guided_choice"),
         (dict(extra_body={"guided_regex": "a", "guided_choice": ["a"]}), "guided_choice"),
         (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),

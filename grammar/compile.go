@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -11,10 +12,27 @@ const maxElems = 1 << 22
 type elemKind uint8
 
 const (
-	kEnd  elemKind = iota // end of an alternative: return to the caller
-	kTerm                 // one byte in sets[arg]
-	kRef                  // call rule arg
+	kEnd   elemKind = iota // end of an alternative: return to the caller
+	kTerm                  // one byte in sets[arg]
+	kRef                   // call rule arg
+	kCount                 // repeat counts[arg].unit counts[arg].min..max times, then go on
 )
+
+// countThreshold: a repetition whose bounds exceed it compiles to a counted repetition
+// (kCount) instead of one rule per count, so that {1,100000} costs one rule and its
+// states share masks (see Compiled.abstract).
+const countThreshold = 8
+
+// maxCount bounds the counts of a repetition.
+const maxCount = 1 << 30
+
+// countSpec is a counted repetition: the rule repeated, its bounds (max < 0: none), and
+// whether the rule is one character (a class, or JSON's string character).
+type countSpec struct {
+	unit     int32
+	min, max int32
+	oneChar  bool
+}
 
 type elem struct {
 	kind elemKind
@@ -23,14 +41,16 @@ type elem struct {
 
 // program is a grammar compiled to byte level: each rule is a list of alternatives, each a
 // run of elems in elems ending with kEnd. Code point classes became alternatives of UTF-8
-// byte sequences, repetitions became auxiliary rules (right-recursive, so that tail calls
-// keep stacks flat). No rule is left-recursive (checked), so expansion terminates.
+// byte sequences, small repetitions became auxiliary rules (right-recursive, so that tail
+// calls keep stacks flat), large ones counted repetitions of a rule that cannot match the
+// empty string. No rule is left-recursive (checked), so expansion terminates.
 type program struct {
-	elems []elem
-	alts  [][]int32 // per rule: the start positions of its alternatives
-	names []string  // per rule
-	sets  []byteSet
-	root  int32
+	elems  []elem
+	alts   [][]int32 // per rule: the start positions of its alternatives
+	names  []string  // per rule
+	sets   []byteSet
+	counts []countSpec
+	root   int32
 }
 
 type compiler struct {
@@ -84,7 +104,7 @@ func (c *compiler) newRule(name string) int32 {
 
 func (c *compiler) newAux() int32 {
 	c.aux++
-	return c.newRule(fmt.Sprintf("%s_%d", c.owner, c.aux))
+	return c.newRule(c.owner + "_" + strconv.Itoa(c.aux))
 }
 
 func (c *compiler) addAlt(r int32, body []elem) {
@@ -142,18 +162,25 @@ func (c *compiler) emit(n *node, out []elem) []elem {
 	return out
 }
 
-// repeat emits x{min,max}: min copies, then x* as R ::= x R | ε, or up to max-min more as
-// nested optionals O_k ::= x O_{k-1} | ε (unambiguous, and tail calls keep stacks flat).
+// repeat emits x{min,max}: within countThreshold, min copies, then x* as R ::= x R | ε, or
+// up to max-min more as nested optionals O_k ::= x O_{k-1} | ε (unambiguous, and tail
+// calls keep stacks flat); beyond it, one counted repetition of x's rule.
 func (c *compiler) repeat(n *node, out []elem) []elem {
 	body := c.emit(n.kids[0], nil)
 	if len(body) == 0 {
 		return out
 	}
 	unit := body[0]
-	if len(body) > 1 {
+	if len(body) > 1 || unit.kind == kTerm && (n.min > countThreshold || n.max > countThreshold) {
 		r := c.newAux()
 		c.addAlt(r, body)
 		unit = elem{kind: kRef, arg: r}
+	}
+	if n.min > countThreshold || n.max > countThreshold {
+		x := n.kids[0]
+		oneChar := x.kind == nClass || x.kind == nRef && x.s == "char"
+		c.p.counts = append(c.p.counts, countSpec{unit: unit.arg, min: int32(n.min), max: int32(n.max), oneChar: oneChar})
+		return append(out, elem{kind: kCount, arg: int32(len(c.p.counts) - 1)})
 	}
 	for i := 0; i < n.min; i++ {
 		out = append(out, unit)
@@ -182,35 +209,60 @@ func (c *compiler) repeat(n *node, out []elem) []elem {
 }
 
 // class emits a code point class: one byte set when it is ASCII only, else a call of a rule
-// whose alternatives are the UTF-8 byte sequences of its ranges (ASCII merged into one set).
+// whose alternatives are the ASCII byte set and a call of the rule of the class's
+// multi-byte code points (their UTF-8 byte sequences), which classes with the same
+// non-ASCII part share.
 func (c *compiler) class(n *node) elem {
 	rs := normalizeClass(n)
 	var ascii byteSet
-	var seqs [][]byteRange
+	var multi []rune
 	for i := 0; i < len(rs); i += 2 {
-		seqs = utf8Sequences(rs[i], rs[i+1], seqs)
-	}
-	var multi [][]byteRange
-	for _, s := range seqs {
-		if len(s) == 1 {
-			ascii.add(s[0].lo, s[0].hi)
-		} else {
-			multi = append(multi, s)
+		lo, hi := rs[i], rs[i+1]
+		if lo < 0x80 {
+			ascii.add(byte(lo), byte(min(hi, 0x7f)))
+			lo = 0x80
+		}
+		if lo <= hi {
+			multi = append(multi, lo, hi)
 		}
 	}
 	if len(multi) == 0 {
 		return c.term(ascii)
 	}
-	key := fmt.Sprint(rs)
+	m := c.multiByte(multi)
+	if ascii.empty() {
+		return elem{kind: kRef, arg: m}
+	}
+	key := fmt.Sprintf("%x:%d", ascii, m)
 	if r, ok := c.classIdx[key]; ok {
 		return elem{kind: kRef, arg: r}
 	}
 	r := c.newRule("class_" + strings.ReplaceAll(c.owner, " ", ""))
 	c.classIdx[key] = r
-	if !ascii.empty() {
-		c.addAlt(r, []elem{c.term(ascii)})
+	c.addAlt(r, []elem{c.term(ascii)})
+	c.addAlt(r, []elem{{kind: kRef, arg: m}})
+	return elem{kind: kRef, arg: r}
+}
+
+// multiByte is the rule of the code points in the ranges (all ≥ 0x80): one alternative per
+// UTF-8 byte-range sequence.
+func (c *compiler) multiByte(rs []rune) int32 {
+	var kb strings.Builder
+	for _, r := range rs {
+		kb.WriteString(strconv.FormatInt(int64(r), 36))
+		kb.WriteByte(',')
 	}
-	for _, s := range multi {
+	key := kb.String()
+	if r, ok := c.classIdx[key]; ok {
+		return r
+	}
+	r := c.newRule("utf8_" + strings.ReplaceAll(c.owner, " ", ""))
+	c.classIdx[key] = r
+	var seqs [][]byteRange
+	for i := 0; i < len(rs); i += 2 {
+		seqs = utf8Sequences(rs[i], rs[i+1], seqs)
+	}
+	for _, s := range seqs {
 		a := make([]elem, len(s))
 		for i, br := range s {
 			var bs byteSet
@@ -219,5 +271,5 @@ func (c *compiler) class(n *node) elem {
 		}
 		c.addAlt(r, a)
 	}
-	return elem{kind: kRef, arg: r}
+	return r
 }

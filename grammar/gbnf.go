@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// maxRepeat bounds the counts of {m,n}: a repetition compiles to one rule per count.
-const maxRepeat = 10000
+// maxRepeat bounds the counts of {m,n} (large ones compile to counted repetitions).
+const maxRepeat = maxCount
 
 // SyntaxError is a GBNF error at a line and column (both from 1; the column counts bytes).
 type SyntaxError struct {

@@ -70,6 +70,10 @@ func (p *program) prune() error {
 				if !productive[e.arg] {
 					return false
 				}
+			case kCount:
+				if cs := p.counts[e.arg]; cs.min > 0 && !productive[cs.unit] {
+					return false
+				}
 			}
 		}
 	}
@@ -114,12 +118,20 @@ func (p *program) checkLeftRecursion() error {
 		black
 	)
 	color := make([]uint8, len(p.alts))
+	for _, cs := range p.counts {
+		if nullable[cs.unit] {
+			return fmt.Errorf("grammar: rule %q is repeated more than %d times but can match the empty string", p.names[cs.unit], countThreshold)
+		}
+	}
 	var visit func(r int32) error
 	visit = func(r int32) error {
 		color[r] = grey
 		for _, a := range p.alts[r] {
-			for pos := a; p.elems[pos].kind == kRef; pos++ {
+			for pos := a; p.elems[pos].kind == kRef || p.elems[pos].kind == kCount; pos++ {
 				s := p.elems[pos].arg
+				if p.elems[pos].kind == kCount {
+					s = p.counts[s].unit
+				}
 				if color[s] == grey {
 					return fmt.Errorf("grammar: rule %q is left-recursive (it can reach itself without consuming input; a repetition of an expression that matches the empty string does this)", p.names[s])
 				}
@@ -128,7 +140,7 @@ func (p *program) checkLeftRecursion() error {
 						return err
 					}
 				}
-				if !nullable[s] {
+				if !nullable[s] && !(p.elems[pos].kind == kCount && p.counts[p.elems[pos].arg].min == 0) {
 					break
 				}
 			}
@@ -157,6 +169,10 @@ func (p *program) nullablePrefix(a int32, nullable []bool) int32 {
 			return pos
 		case kRef:
 			if !nullable[e.arg] {
+				return pos
+			}
+		case kCount:
+			if cs := p.counts[e.arg]; cs.min > 0 && !nullable[cs.unit] {
 				return pos
 			}
 		}

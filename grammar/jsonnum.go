@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"math"
 	"strconv"
 	"strings"
 )
@@ -9,23 +8,15 @@ import (
 // maxBoundDigits bounds the integers of a range: 16 digits, like integral-part.
 const maxBoundDigits = 16
 
-// integer translates an integer schema; with minimum, maximum, exclusiveMinimum or
-// exclusiveMaximum (numbers), the grammar spells exactly the integers in the range (no
-// leading zeros, no "-0"), of at most 16 digits when unbounded above or below.
-func (c *schemaConv) integer(s *jvalue, path string) (*node, error) {
-	lo, hasLo, err := bound(s, path, "minimum", "exclusiveMinimum", math.Ceil, 1)
-	if err != nil {
-		return nil, err
-	}
-	hi, hasHi, err := bound(s, path, "maximum", "exclusiveMaximum", math.Floor, -1)
-	if err != nil {
-		return nil, err
-	}
+// intRangeNode is the decimal spelling of the integers in the range (no leading zeros;
+// "-0" only when the range is unbounded), of at most 16 digits when unbounded above or
+// below; nil when the range is empty.
+func intRangeNode(lo, hi int64, hasLo, hasHi bool) *node {
 	if !hasLo && !hasHi {
-		return ref("integer"), nil
+		return seq(opt(lit("-")), ref("integral-part"))
 	}
 	if hasLo && hasHi && lo > hi {
-		return nil, schemaErr(path, "no integer lies between the minimum and the maximum")
+		return nil
 	}
 	var alts []*node
 	// negative part: -x for x in [max(1, -hi), -lo] (lo unbounded: no upper limit on x)
@@ -52,40 +43,10 @@ func (c *schemaConv) integer(s *jvalue, path string) (*node, error) {
 			alts = append(alts, uintAtLeast(from))
 		}
 	}
-	body := alts[0]
-	if len(alts) > 1 {
-		body = alt(alts...)
+	if len(alts) == 1 {
+		return alts[0]
 	}
-	return seq(body, ref("space")), nil
-}
-
-// bound reads an inclusive keyword and its exclusive form (a number in JSON Schema 2020-12),
-// rounded inward to an integer.
-func bound(s *jvalue, path, incl, excl string, round func(float64) float64, step int64) (int64, bool, error) {
-	var v int64
-	has := false
-	for _, kw := range [...]string{incl, excl} {
-		x, ok := s.get(kw)
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(x.str, 64)
-		if x.kind != 'n' || err != nil {
-			return 0, false, schemaErr(path, "%s must be a number", kw)
-		}
-		if math.Abs(f) >= 1e15 {
-			return 0, false, schemaErr(path, "%s %s is beyond the supported range (|x| < 1e15)", kw, x.str)
-		}
-		b := int64(round(f))
-		if kw == excl && float64(b) == f {
-			b += step
-		}
-		if !has || (step > 0 && b > v) || (step < 0 && b < v) {
-			v = b
-		}
-		has = true
-	}
-	return v, has, nil
+	return alt(alts...)
 }
 
 // uintRange is the decimal spelling of the integers lo..hi (0 <= lo <= hi).

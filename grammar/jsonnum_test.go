@@ -47,9 +47,8 @@ func TestIntegerRanges(t *testing.T) {
 	}
 	for _, s := range []string{
 		`{"type":"integer","minimum":5,"maximum":4}`,
-		`{"type":"number","minimum":0}`,
 		`{"type":"integer","minimum":1e20}`,
-		`{"type":"integer","multipleOf":2}`,
+		`{"type":"integer","minimum":1e999}`,
 	} {
 		if _, err := FromJSONSchema([]byte(s), false); err == nil {
 			t.Errorf("%s: no error", s)

@@ -33,7 +33,8 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 			{`{"age":31,"name":"Ann","role":"admin"}`, false},                              // out of schema order
 			{`{"name":"Ann","age":31.5,"role":"admin"}`, false},                            // not an integer
 			{`{"name":"Ann","age":31,"role":"root"}`, false},                               // not in enum
-			{`{"name":"Ann","age":31,"role":"admin","x":1}`, false},                        // additional
+			{`{"name":"Ann","age":31,"role":"admin","x":1}`, true},                         // additional: allowed when absent
+			{`{"name":"Ann","age":31,"role":"admin","x":1,"age":2}`, false},                // a declared name again
 			{`{"name":"Ann","age":31,"role":"admin","tags":[1]}`, false},                   // item type
 			{`{"name":"Ann","age":31,"role":"admin","tags":["a","b","c","d","e"]}`, false}, // maxItems
 			{`{"name":"Ann","age":031,"role":"admin"}`, false},                             // leading zero
@@ -47,15 +48,17 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 		{`{"type":"object","properties":{"a\"b":{"type":"integer"},"ab":{"type":"null"}},"additionalProperties":{"type":"boolean"}}`, false, []acceptCase{
 			{`{"a\"b":1,"ab":null,"a":true,"abc":false,"b":true}`, true}, {`{"a"b":true}`, false}, {`{"ab":true}`, false}, {`{"a\"b":true}`, false},
 		}},
-		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, true, []acceptCase{
-			{`{"a":1}`, true}, {`{"a":1,"b":2}`, false},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`, true, []acceptCase{
+			{`{"a":1}`, true}, {`{"a":1,"b":2}`, false}, {`{}`, false},
 		}},
 		{`{"type":"object"}`, false, []acceptCase{{`{"x":[1,{"y":null}]}`, true}, {`[]`, false}}},
-		{`{"type":"object"}`, true, []acceptCase{{`{}`, true}, {`{"x":1}`, false}}},
 		{`{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":3}`, false, []acceptCase{
 			{`[1,2]`, true}, {`[1, 2, 3]`, true}, {`[1]`, false}, {`[1,2,3,4]`, false}, {`[]`, false},
 		}},
 		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"null"}]}`, false, []acceptCase{
+			{`["a",null]`, true}, {`["a"]`, true}, {`["a",null,1]`, true}, {`[null]`, false},
+		}},
+		{`{"type":"array","prefixItems":[{"type":"string"},{"type":"null"}],"items":false,"minItems":2}`, false, []acceptCase{
 			{`["a",null]`, true}, {`["a"]`, false}, {`["a",null,1]`, false},
 		}},
 		{`{"type":["string","null"],"maxLength":3,"minLength":1}`, false, []acceptCase{
@@ -109,28 +112,43 @@ func TestJSONSchemaAcceptReject(t *testing.T) {
 }
 
 func TestJSONSchemaErrors(t *testing.T) {
-	tests := []struct{ schema, want string }{
-		{`{"type":"integer","multipleOf":2}`, "unsupported keyword(s): multipleOf"},
-		{`{"type":"number","maximum":2}`, "integers only"},
-		{`{"type":"object","properties":{"a":{"type":"string","foo":1,"bar":2}}}`, "#/properties/a: unsupported keyword(s): foo, bar"},
-		{`{"allOf":[{"type":"string"},{"maxLength":3}]}`, "allOf is supported with exactly one schema"},
-		{`{"type":"string","allOf":[{"maxLength":3}]}`, "allOf together with type"},
-		{`{"type":"string","format":"uri"}`, "unsupported format"},
-		{`{"type":"widget"}`, `unknown type "widget"`},
-		{`{"$ref":"http://x/y"}`, "only local references"},
-		{`{"$ref":"#/$defs/missing"}`, "does not resolve"},
-		{`{"type":"string","pattern":"a\\bc"}`, "word boundary"},
-		{`{"type":"array","minItems":3,"maxItems":1}`, "below minItems"},
-		{`{"type":"string","minLength":-1}`, "non-negative integer"},
-		{`{"type":"string","enum":["a"],"maxLength":1}`, "enum together with maxLength"},
-		{`false`, "allows nothing"},
-		{`{"type":`, "not valid JSON"},
-		{`{"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a"}}}`, "left-recursive"},
+	tests := []struct {
+		schema string
+		strict bool
+		want   string
+	}{
+		{`{"type":"widget"}`, false, `unknown type "widget"`},
+		{`{"$ref":"http://x/y"}`, false, "remote references are not supported"},
+		{`{"$ref":"#/$defs/missing"}`, false, "does not resolve"},
+		{`{"type":"string","pattern":"a\\bc"}`, false, "word boundaries"},
+		{`{"type":"string","pattern":"(?=a)b"}`, false, "lookaround"},
+		{`{"type":"string","pattern":"(a)\\1"}`, false, "backreferences"},
+		{`{"type":"array","minItems":3,"maxItems":1}`, false, "allows no value"},
+		{`{"type":"string","minLength":-1}`, false, "non-negative integer"},
+		{`{"type":"string","enum":["a"],"maxLength":0}`, false, "allows no value"},
+		{`false`, false, "allows no value"},
+		{`{"type":`, false, "not valid JSON"},
+		{`{"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a"}}}`, false, "left-recursive"},
+		{`{"allOf":[{"$ref":"#"}]}`, false, "left-recursive"},
+		{`{"$dynamicRef":"#meta"}`, false, "dynamic references"},
+		{`{"$schema":"http://json-schema.org/draft-03/schema#"}`, false, "draft 3"},
+		{`{"not":{"type":"object","additionalProperties":false}}`, false, "not of this schema is not supported"},
+		{`{"type":"object"}`, true, "additionalProperties: false"},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, true, "additionalProperties: false"},
+		{`{"type":"string","format":"phone"}`, true, "has no grammar"},
+		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, true, "uniqueItems cannot be enforced exactly"},
+		{`{"type":"object","properties":{"a":{"type":"string","format":"date"}},"additionalProperties":false}`, true, ""},
 	}
 	for _, tt := range tests {
-		_, err := FromJSONSchema([]byte(tt.schema), false)
+		_, err := FromJSONSchema([]byte(tt.schema), tt.strict)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.schema, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: error %v, want one containing %q", tt.schema, err, tt.want)
+			t.Errorf("%s (strict %v): error %v, want one containing %q", tt.schema, tt.strict, err, tt.want)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func (v *jvalue) get(key string) (*jvalue, bool) {
 func parseJSON(data []byte) (*jvalue, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
-	v, err := decodeValue(d)
+	v, err := decodeValue(d, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,13 @@ func parseJSON(data []byte) (*jvalue, error) {
 	return v, nil
 }
 
-func decodeValue(d *json.Decoder) (*jvalue, error) {
+// maxJSONDepth bounds the nesting of a decoded value (recursion depth).
+const maxJSONDepth = 1000
+
+func decodeValue(d *json.Decoder, depth int) (*jvalue, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nested more than %d deep", maxJSONDepth)
+	}
 	tok, err := d.Token()
 	if err != nil {
 		return nil, err
@@ -51,7 +57,7 @@ func decodeValue(d *json.Decoder) (*jvalue, error) {
 		if t == '[' {
 			v := &jvalue{kind: 'a'}
 			for d.More() {
-				e, err := decodeValue(d)
+				e, err := decodeValue(d, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -70,7 +76,7 @@ func decodeValue(d *json.Decoder) (*jvalue, error) {
 			if _, dup := v.get(key); dup {
 				return nil, fmt.Errorf("duplicate key %q", key)
 			}
-			e, err := decodeValue(d)
+			e, err := decodeValue(d, depth+1)
 			if err != nil {
 				return nil, err
 			}

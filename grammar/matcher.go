@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -17,13 +16,40 @@ const maxCacheBytes = 64 << 20
 // deterministic automaton: next[b] is 0 while unknown, -1 when byte b kills every stack, else
 // 1 + the id of the state after b. mask is the state's token mask once computed.
 type state struct {
-	set   []int32
-	next  [256]int32
-	mask  []uint64
-	final bool // set is {0}: complete, nothing can follow
+	set     []int32
+	next    [256]int32
+	mask    []uint64
+	classes *[256]uint8 // the bytes that lead to the same state share a number (see step)
+	final   bool        // set is {0}: complete, nothing can follow
+	counted bool        // a stack of set holds an exact counter (see Compiled.abstract)
 
-	// loopYes and loopNo are the bytes known to lead from the state back to itself, or not.
-	loopYes, loopNo byteSet
+	// relaxed is 0 until computed, -1 when set holds no counter, else 1 + the id of
+	// the relaxed state; minLeft the fewest iterations a counter of set allows (see
+	// counters.go).
+	relaxed, minLeft int32
+	oneCounter       int32 // see relaxed: the one counter frame of every stack, or -1
+
+	utf8, utf8R   int8     // 0 unknown, 1 or -1: whether every non-ASCII character loops (loopsUTF8)
+	plain, plainR int8     // 0 unknown, 1 or -1: livePlain's answer
+	done          [8]int32 // per UTF-8 decoding state: 0 unknown, else 1 + finishChar's answer
+
+	dead      uint32 // the control bytes that kill every stack (deadControls)
+	deadKnown bool
+
+	// loopYes and loopNo are the bytes known to lead from the state back to itself, or not;
+	// rloopYes and rloopNo the same up to relaxation (loopsTo); freshMin, when a byte needed
+	// it, the fewest iterations the counters it entered afresh allow (0: none did).
+	loopYes, loopNo   byteSet
+	rloopYes, rloopNo byteSet
+	freshMin          int32
+
+	// stacks are, once stackLimit needed them, the stacks of the state (see stackBulk);
+	// keepYes and keepNo, for a state of one relaxed frame, the bytes known to keep it or
+	// not, and keepFresh the fewest iterations of the counters the kept ones entered
+	// afresh (see keeps; 0 until computed).
+	stacks          []stackBulk
+	keepYes, keepNo byteSet
+	keepFresh       int32
 }
 
 // bulkMin is the subtree size from which walk checks whether a state loops on every byte
@@ -38,28 +64,36 @@ type Compiled struct {
 	p *program
 	v *Vocab
 
-	mu     sync.Mutex
-	nodes  []stackNode      // id 0 is the empty stack
-	intern map[uint64]int32 // pos<<32 | parent → frame id
-	mark   []uint32         // per frame: the generation it was last added to an output set
-	gen    uint32
-	init   []int32
+	mu        sync.Mutex
+	nodes     []stackNode        // id 0 is the empty stack
+	intern    map[uint64]int32   // pos<<32 | parent → id of the frame without a counter
+	internCnt map[frameKey]int32 // (pos, parent, cnt) → id of a frame with a counter
+	mark      []uint32           // per frame: the generation it was last added to an output set
+	gen       uint32
+	init      []int32
+	abs       []int32 // per frame: its abstract frame (-1: not computed yet)
+	relax     []int32 // per frame: its relaxed frame (-1: not computed yet)
+	satur     int32   // abstract counters saturate here: longer than any token, plus 2
 
 	states     []*state
-	stateIdx   map[string]int32 // state key (the set's bytes) → id
-	epoch      int              // counts cache resets; a matcher's state id is valid in its epoch
+	stateIdx   map[string]int32       // state key (the set's bytes) → id
+	classIdx   map[string]*[256]uint8 // the top byte sets of a state (their ids) → byteClasses
+	unitStarts map[int32][]int32      // per repeated rule: see beginsUnit
+	epoch      int                    // counts cache resets; a matcher's state id is valid in its epoch
 	cacheBytes int
 	cacheLimit int
 	scratch    []int32
+	absBuf     []int32
+	runBuf     [2][]int32
 }
 
 // Compile binds g to v.
 func Compile(g *Grammar, v *Vocab) *Compiled {
-	c := &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{},
-		mark: []uint32{0}, stateIdx: map[string]int32{}, cacheLimit: maxCacheBytes}
+	c := &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{}, internCnt: map[frameKey]int32{},
+		mark: []uint32{0}, stateIdx: map[string]int32{}, cacheLimit: maxCacheBytes, satur: int32(v.maxLen + 2)}
 	c.gen++
 	for _, a := range c.p.alts[c.p.root] {
-		c.init = c.expand(a, 0, c.init)
+		c.init = c.expand(a, 0, 0, c.init)
 	}
 	slices.Sort(c.init)
 	return c
@@ -74,7 +108,7 @@ func (c *Compiled) stateOf(set []int32) int32 {
 	if id, ok := c.stateIdx[string(setKey(set))]; ok {
 		return id
 	}
-	st := &state{set: slices.Clone(set), final: len(set) == 1 && set[0] == 0}
+	st := &state{set: slices.Clone(set), final: len(set) == 1 && set[0] == 0, counted: c.anyCounted(set)}
 	id := int32(len(c.states))
 	c.states = append(c.states, st)
 	c.stateIdx[string(setKey(st.set))] = id
@@ -82,7 +116,9 @@ func (c *Compiled) stateOf(set []int32) int32 {
 	return id
 }
 
-// step is the state after byte b from state s, or -1 when no stack survives.
+// step is the state after byte b from state s, or -1 when no stack survives. The bytes
+// that every top byte set of s holds or lacks alike lead to the same state: the first of
+// them computes it for all (see byteClasses).
 func (c *Compiled) step(s int32, b byte) int32 {
 	st := c.states[s]
 	switch n := st.next[b]; {
@@ -93,31 +129,123 @@ func (c *Compiled) step(s int32, b byte) int32 {
 	}
 	out := c.advance(st.set, b, c.scratch[:0])
 	c.scratch = out
-	if len(out) == 0 {
-		st.next[b] = -1
-		return -1
+	next := int32(-1)
+	if len(out) > 0 {
+		slices.Sort(out)
+		next = c.stateOf(out) + 1
 	}
-	slices.Sort(out)
-	ns := c.stateOf(out)
-	st.next[b] = ns + 1
-	return ns
+	if st.classes == nil {
+		st.classes = c.byteClasses(st.set)
+	}
+	if cl := st.classes; cl != nil {
+		for x := range 256 {
+			if cl[x] == cl[b] {
+				st.next[x] = next
+			}
+		}
+	} else {
+		st.next[b] = next
+	}
+	return next - 1
 }
 
-// enter locks c and returns the state of m, starting the cache over first when it is full.
+// byteClasses numbers the bytes by the top byte sets of set that hold them: two bytes of
+// one class lead to the same stacks (nil when the tops have more than 64 distinct sets).
+func (c *Compiled) byteClasses(set []int32) *[256]uint8 {
+	var ids [64]int32
+	n := 0
+	for _, id := range set {
+		if id == 0 {
+			continue
+		}
+		sid := c.nodes[id].set
+		found := false
+		for _, x := range ids[:n] {
+			found = found || x == sid
+		}
+		if !found {
+			if n == len(ids) {
+				return nil
+			}
+			ids[n] = sid
+			n++
+		}
+	}
+	// states that differ in their counters or below their tops share the classes
+	key := string(setKey(ids[:n]))
+	if cl, ok := c.classIdx[key]; ok {
+		return cl
+	}
+	var sig [256]uint64
+	for i, sid := range ids[:n] {
+		for w, x := range c.p.sets[sid] {
+			for ; x != 0; x &= x - 1 {
+				sig[w*64+bits.TrailingZeros64(x)] |= 1 << i
+			}
+		}
+	}
+	cl := new([256]uint8)
+	var seen []uint64 // the signatures met, by class number (at most 256)
+	for x := range 256 {
+		k := slices.Index(seen, sig[x])
+		if k < 0 {
+			k = len(seen)
+			seen = append(seen, sig[x])
+		}
+		cl[x] = uint8(k)
+	}
+	if c.classIdx == nil {
+		c.classIdx = map[string]*[256]uint8{}
+	}
+	c.classIdx[key] = cl
+	c.cacheBytes += 256 + len(key)
+	return cl
+}
+
+// enter locks c and returns the state whose mask is m's: the state of m's stacks, or of
+// their abstract form when they hold exact counters; it starts the cache over first when
+// the cache is full.
 func (c *Compiled) enter(m *Matcher) int32 {
 	c.mu.Lock()
 	if c.cacheBytes > c.cacheLimit {
 		c.resetCacheLocked()
 	}
 	if m.epoch != c.epoch || m.sid < 0 {
-		m.sid, m.epoch = c.stateOf(m.set), c.epoch
+		set := m.set
+		if m.counted {
+			set = c.abstractSet(set)
+		}
+		m.sid, m.epoch = c.stateOf(set), c.epoch
 	}
 	return m.sid
+}
+
+// abstractSet is the sorted set of the abstract forms of set's stacks.
+func (c *Compiled) abstractSet(set []int32) []int32 {
+	out := c.absBuf[:0]
+	for _, id := range set {
+		out = append(out, c.abstract(id))
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	c.absBuf = out
+	return out
+}
+
+// anyCounted reports whether a stack of set holds an exact counter.
+func (c *Compiled) anyCounted(set []int32) bool {
+	for _, id := range set {
+		if c.nodes[id].counted {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Compiled) resetCacheLocked() {
 	c.states = nil
 	clear(c.stateIdx)
+	clear(c.classIdx)
 	c.cacheBytes = 0
 	c.epoch++
 }
@@ -143,11 +271,13 @@ func (c *Compiled) resetCache() {
 
 // Matcher is one sequence's position in a grammar: the set of parse stacks (ids of their top
 // frames, sorted; 0 is the empty stack, present exactly when the text so far is a complete
-// sentence), and its state id in the Compiled's cache (valid while epoch matches). Not safe
-// for concurrent use.
+// sentence), whether a stack holds an exact counter (counted), and the id in the
+// Compiled's cache of the state whose mask is its own (the set's state, or when counted
+// the abstract set's; valid while epoch matches). Not safe for concurrent use.
 type Matcher struct {
 	c          *Compiled
 	set        []int32
+	counted    bool
 	sid        int32
 	epoch      int
 	terminated bool
@@ -155,7 +285,9 @@ type Matcher struct {
 
 // NewMatcher is a matcher at the start of the grammar.
 func (c *Compiled) NewMatcher() *Matcher {
-	return &Matcher{c: c, set: slices.Clone(c.init), sid: -1}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &Matcher{c: c, set: slices.Clone(c.init), counted: c.anyCounted(c.init), sid: -1}
 }
 
 // Clone is an independent copy of m (for forked sequences).
@@ -172,152 +304,4 @@ func (m *Matcher) CanEnd() bool { return len(m.set) > 0 && m.set[0] == 0 }
 // follow (the text is complete and the grammar allows no more).
 func (m *Matcher) Terminated() bool {
 	return m.terminated || (len(m.set) == 1 && m.set[0] == 0)
-}
-
-// Accept advances m by token id. A token not allowed next (its bit clear in FillMask) is an
-// error and leaves m unchanged. An end-of-generation token is allowed exactly when CanEnd; it
-// terminates m, after which only end-of-generation tokens are accepted.
-func (m *Matcher) Accept(id int32) error {
-	v := m.c.v
-	if id < 0 || int(id) >= len(v.pieces) {
-		return fmt.Errorf("grammar: token %d out of range (vocabulary of %d)", id, len(v.pieces))
-	}
-	if v.isEOG[id] {
-		if !m.CanEnd() && !m.terminated {
-			return fmt.Errorf("grammar: end of generation (token %d) before the grammar is complete", id)
-		}
-		m.terminated = true
-		return nil
-	}
-	if m.terminated {
-		return fmt.Errorf("grammar: token %d after the end of generation", id)
-	}
-	piece := v.pieces[id]
-	if piece == "" {
-		return fmt.Errorf("grammar: token %d is never allowed (special or empty)", id)
-	}
-	c := m.c
-	s := c.enter(m)
-	defer c.mu.Unlock()
-	for i := 0; i < len(piece); i++ {
-		if s = c.step(s, piece[i]); s < 0 {
-			return fmt.Errorf("grammar: token %d (%q) not allowed here: byte %d does not fit", id, piece, i)
-		}
-	}
-	m.sid = s
-	m.set = append(m.set[:0], c.states[s].set...)
-	return nil
-}
-
-// Allows reports whether Accept(id) would succeed, without changing m (a sampler can check
-// its choice first and fill the mask only when the choice is refused).
-func (m *Matcher) Allows(id int32) bool {
-	v := m.c.v
-	switch {
-	case id < 0 || int(id) >= len(v.pieces):
-		return false
-	case v.isEOG[id]:
-		return m.terminated || m.CanEnd()
-	case m.terminated || v.pieces[id] == "":
-		return false
-	}
-	c := m.c
-	s := c.enter(m)
-	defer c.mu.Unlock()
-	piece := v.pieces[id]
-	for i := 0; i < len(piece) && s >= 0; i++ {
-		s = c.step(s, piece[i])
-	}
-	return s >= 0
-}
-
-// FillMask sets bit id of mask (word id/64, bit id%64) exactly when token id may come next:
-// its piece continues the text within the grammar, or it ends generation and CanEnd. mask
-// must have (v.Size()+63)/64 words; ids past its end are left out. Once m is terminated the
-// mask holds the end-of-generation tokens only. Masks are cached per state.
-func (m *Matcher) FillMask(mask []uint64) {
-	c := m.c
-	if m.terminated {
-		clear(mask)
-		c.setEOG(mask)
-		return
-	}
-	s := c.enter(m)
-	defer c.mu.Unlock()
-	st := c.states[s]
-	if st.mask == nil {
-		full := make([]uint64, (len(c.v.pieces)+63)/64)
-		c.walk(0, s, full)
-		if m.CanEnd() {
-			c.setEOG(full)
-		}
-		st.mask = full
-		c.cacheBytes += 8 * len(full)
-	}
-	n := copy(mask, st.mask)
-	clear(mask[n:])
-}
-
-func (c *Compiled) setEOG(mask []uint64) {
-	for _, id := range c.v.eog {
-		if int(id>>6) < len(mask) {
-			mask[id>>6] |= 1 << (id & 63)
-		}
-	}
-}
-
-// walk sets the bits of the tokens under trie node n that state s accepts (s has consumed
-// the bytes on the path to n), pruning the subtrees where no stack survives.
-func (c *Compiled) walk(n, s int32, mask []uint64) {
-	v := c.v
-	if v.subEnd[n]-n >= bulkMin && c.loops(s, &v.subBytes[n]) {
-		for _, t := range v.toks[v.tokStart[n+1]:v.tokStart[v.subEnd[n]]] {
-			mask[t>>6] |= 1 << (t & 63)
-		}
-		return
-	}
-	st := c.states[s]
-	for e := v.childStart[n]; e < v.childStart[n+1]; e++ {
-		ns := st.next[v.edgeByte[e]] - 1
-		if ns == -1 { // unknown
-			ns = c.step(s, v.edgeByte[e])
-		}
-		if ns < 0 {
-			continue
-		}
-		ch := v.edgeNode[e]
-		for _, t := range v.toks[v.tokStart[ch]:v.tokStart[ch+1]] {
-			mask[t>>6] |= 1 << (t & 63)
-		}
-		if !c.states[ns].final {
-			c.walk(ch, ns, mask)
-		}
-	}
-}
-
-// loops reports whether every byte in bs leads from state s back to s (inside a JSON string,
-// most bytes do): then every token made of those bytes is allowed and keeps the state.
-func (c *Compiled) loops(s int32, bs *byteSet) bool {
-	st := c.states[s]
-	if st.final {
-		return false
-	}
-	var missing byteSet
-	for w := range bs {
-		if bs[w]&st.loopNo[w] != 0 {
-			return false
-		}
-		missing[w] = bs[w] &^ st.loopYes[w]
-	}
-	for w, x := range missing {
-		for ; x != 0; x &= x - 1 {
-			b := byte(w*64 + bits.TrailingZeros64(x))
-			if c.step(s, b) != s {
-				st.loopNo.add(b, b)
-				return false
-			}
-			st.loopYes.add(b, b)
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"pagoda/internal/modelcache"
 	"pagoda/internal/testmodel"
 	"pagoda/tokenizer"
 )
@@ -15,36 +16,47 @@ type defaultModel struct {
 }
 
 var (
-	modelOnce sync.Once
-	model     defaultModel
-	modelErr  error
+	modelsMu sync.Mutex
+	models   = map[string]defaultModel{}
 )
 
 // loadDefault loads the default model's vocabulary (once): pieces of the non-special tokens,
 // the end-of-generation ids.
 func loadDefault(t testing.TB) defaultModel {
 	t.Helper()
-	path := testmodel.Default(t)
-	modelOnce.Do(func() {
-		tok, err := tokenizer.Load(path)
-		if err != nil {
-			modelErr = err
-			return
-		}
-		pieces := make([]string, tok.VocabSize())
-		for id := range pieces {
-			ty := tok.TokenType(int32(id))
-			if tok.IsSpecial(int32(id)) || ty == tokenizer.TypeControl || ty == tokenizer.TypeUnknown || ty == tokenizer.TypeUnused {
-				continue
-			}
-			pieces[id] = tok.Piece(int32(id))
-		}
-		model = defaultModel{tok: tok, vocab: NewVocab(pieces, tok.EOGs())}
-	})
-	if modelErr != nil {
-		t.Fatal(modelErr)
+	return loadModelVocab(t, modelcache.Require(t, modelcache.DefaultFile))
+}
+
+// loadLlamaBPE loads llama.cpp's ggml-vocab-llama-bpe (Llama 3's 128,256 tokens).
+func loadLlamaBPE(t testing.TB) defaultModel {
+	t.Helper()
+	return loadModelVocab(t, testmodel.Vocab(t, "llama-bpe"))
+}
+
+// loadModelVocab loads the tokenizer of the GGUF file at path and its masking vocabulary
+// (once per path).
+func loadModelVocab(t testing.TB, path string) defaultModel {
+	t.Helper()
+	modelsMu.Lock()
+	defer modelsMu.Unlock()
+	if m, ok := models[path]; ok {
+		return m
 	}
-	return model
+	tok, err := tokenizer.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := make([]string, tok.VocabSize())
+	for id := range pieces {
+		ty := tok.TokenType(int32(id))
+		if tok.IsSpecial(int32(id)) || ty == tokenizer.TypeControl || ty == tokenizer.TypeUnknown || ty == tokenizer.TypeUnused {
+			continue
+		}
+		pieces[id] = tok.Piece(int32(id))
+	}
+	m := defaultModel{tok: tok, vocab: NewVocab(pieces, tok.EOGs())}
+	models[path] = m
+	return m
 }
 
 func bit(mask []uint64, id int32) bool { return mask[id>>6]>>(id&63)&1 != 0 }
@@ -59,6 +71,11 @@ func TestRealVocabMaskAgreesWithAccept(t *testing.T) {
 	docs := []struct{ schema, doc string }{
 		{personSchema, `{"name": "Zoë Ünal", "age": 42, "height": 1.75, "role": "admin", "tags": ["x", "日本"], "active": false}`},
 		{`{"type":"string","pattern":"^[a-z]{2,5}-[0-9]+$"}`, `"abc-123"`},
+		// counted strings: a token that fills the count exactly, escapes and multi-byte
+		// characters inside the count, alternatives with different counts (e-mail)
+		{`{"type":"array","items":{"type":"string","maxLength":20}}`, `["NotImplementedError", " NotImplementedError", "日本語のテキスト"]`},
+		{`{"type":"string","minLength":3,"maxLength":12}`, `"ab\u0041cdé\u00e9fgh"`},
+		{`{"type":"string","format":"email"}`, `"margaret.h.hamilton@example.com"`},
 	}
 	for _, d := range docs {
 		g, err := FromJSONSchema([]byte(d.schema), false)

@@ -90,23 +90,26 @@ func (t regexTranslator) node(re *syntax.Regexp, atStart, atEnd bool) (*node, er
 	return nil, t.unsupported(re.Op.String())
 }
 
+// repeat translates a repetition. A repeated expression that can match the empty string
+// (as in "(a*)*") is repeated without its empty match, which matches the same strings and
+// keeps the grammar free of left recursion.
 func (t regexTranslator) repeat(re *syntax.Regexp) (*node, error) {
-	x, err := t.node(re.Sub[0], false, false)
+	sub := re.Sub[0]
+	lo, hi := repCounts(re)
+	if nullableRe(sub) {
+		sub, lo = nonEmptyRe(sub), 0
+		if sub.Op == syntax.OpNoMatch || hi == 0 {
+			return empty(), nil
+		}
+	}
+	x, err := t.node(sub, false, false)
 	if err != nil {
 		return nil, err
 	}
-	switch re.Op {
-	case syntax.OpStar:
-		return star(x), nil
-	case syntax.OpPlus:
-		return rep(x, 1, -1), nil
-	case syntax.OpQuest:
-		return opt(x), nil
-	}
-	if re.Min > maxRepeat || re.Max > maxRepeat {
+	if lo > maxRepeat || hi > maxRepeat {
 		return nil, t.unsupported(fmt.Sprintf("a repetition count above %d", maxRepeat))
 	}
-	return rep(x, re.Min, re.Max), nil
+	return rep(x, lo, hi), nil
 }
 
 func (t regexTranslator) literal(re *syntax.Regexp) *node {

@@ -23,6 +23,8 @@ func TestRegexAcceptReject(t *testing.T) {
 		{`\s\S\w\W`, []string{" xa!", "\tx_ ", "xxxx"}},
 		{`a|`, []string{"a", "", "b"}},
 		{`[[:upper:]][[:digit:]]`, []string{"A1", "a1"}},
+		{`(a*)*b`, []string{"b", "aab", "aa"}},
+		{`(a*b?)+c`, []string{"c", "abac", "bbc", "ab"}},
 	}
 	for _, tt := range tests {
 		g, err := FromRegex(tt.re)
@@ -46,7 +48,6 @@ func TestRegexErrors(t *testing.T) {
 		{`(a`, "missing closing )"},
 		{`(?<=a)b`, "error parsing regexp"},
 		{`a{2000}`, "invalid repeat count"},
-		{`(a*)*`, "left-recursive"},
 	}
 	for _, tt := range tests {
 		_, err := FromRegex(tt.re)

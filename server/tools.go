@@ -184,7 +184,12 @@ func (p *toolPlan) grammar(gc *grammarCache) (*grammar.Grammar, *apiError) {
 	default:
 		return nil, nil
 	}
-	g, err := gc.get(fmt.Sprintf("json:false:%s", schema), func() (*grammar.Grammar, error) { return grammar.FromJSONSchema(schema, false) })
+	// Tool arguments read an absent additionalProperties as false (XGrammar's strict mode,
+	// vLLM's guidance:disable-additional-properties): a model must not invent argument keys
+	// the function never declared, and the sampled call stays valid under the schema.
+	g, err := gc.get(fmt.Sprintf("tools:%s", schema), func() (*grammar.Grammar, error) {
+		return grammar.FromJSONSchemaOptions(schema, grammar.SchemaOptions{NoAdditionalProperties: true})
+	})
 	if err != nil {
 		return nil, badRequest("tools", "the tools' parameters schemas: %v", err)
 	}
