@@ -39,7 +39,7 @@ func requestCycleAllocs(t *testing.T, m *Manager) {
 			}
 		}
 		n, _ := m.NumTokens(1)
-		slots, _ = m.SlotMapping(slots[:0], 1, 0, n)
+		slots, _ = m.SlotMapping(slots[:0], 1, 0, 0, n)
 		if err := m.Free(1); err != nil {
 			t.Fatal(err)
 		}

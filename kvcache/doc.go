@@ -30,6 +30,26 @@
 //	       unhashed   cached, hash kept: a hit unlinks it in O(1);
 //	                  taking it from the head evicts its hash
 //
+// # KV cache groups (hybrid models)
+//
+// A model whose layers attend differently (Gemma 3: five sliding-window
+// layers for every full-attention one) has several KV cache groups (vLLM's
+// hybrid KV cache manager; Config.Windows). Every sequence has one block
+// table per group, all groups take blocks from the same pools, and a block
+// belongs to one group at a time (the model keeps one group's layers in it).
+// A sliding-window group releases the blocks that fell out of the window of
+// the next token to compute (AppendSlots) and writes NullBlock in their
+// place, so its memory is O(window + chunk), not O(context):
+//
+//	window 6, BlockSize 4, 13 tokens, next token at position 13 reads 8..13
+//	full group:    [3, 7, 2, 9]
+//	sliding group: [NULL, NULL, 5, 1]    blocks 0, 1 (positions 0..7) released
+//
+// Prefix caching hashes each group's chain from its own root. A hit needs
+// every group to hold the prefix; a sliding-window group confirms its chain
+// from the first block but shares only the blocks the first computed
+// token's window reads.
+//
 // # Invariants (checked by Manager.CheckInvariants)
 //
 //   - Every block is in exactly one place: in its pool's free list with ref
@@ -37,6 +57,8 @@
 //     block table with ref count = the number of tables holding it.
 //     Free + referenced = total, for the device and the host pool.
 //   - A table of n tokens has ⌈n/BlockSize⌉ blocks; all but the last are full.
+//     NullBlock stands only in sliding-window groups, only before the window
+//     of the table's last token.
 //   - A block that is full and hashed is immutable. A partial block is written
 //     only while its ref count is 1; appending to a shared partial block first
 //     copies it (copy-on-write).

@@ -41,7 +41,7 @@ func tokensOf(m *Manager, seqID int64) []int32 {
 	st := m.seqs[seqID]
 	p := m.pool(st)
 	var out []int32
-	for _, id := range st.blocks {
+	for _, id := range st.tables[0] {
 		out = append(out, p.filled(id)...)
 	}
 	return out

@@ -27,45 +27,64 @@ func (m *Manager) CheckInvariants() error {
 	return errors.Join(errs...)
 }
 
-// checkTable verifies one table's shape and hash chain and counts its
-// references into refs.
+// checkTable verifies one sequence's tables (shape, hash chains; in a
+// sliding-window group, NullBlock exactly where no query reads) and counts
+// their references into refs.
 func (m *Manager) checkTable(seqID int64, st *seqState, refs []int32) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("seq %d: "+format, append([]any{seqID}, args...)...))
 	}
-	if len(st.blocks) != m.blocksFor(st.numTokens) {
-		bad("%d blocks for %d tokens", len(st.blocks), st.numTokens)
-	}
 	p := m.pool(st)
-	for i, id := range st.blocks {
-		if id < 0 || int(id) >= p.numBlocks {
-			bad("block %d out of range", id)
-			return errs
+	for g, t := range st.tables {
+		if len(t) != m.blocksFor(st.numTokens) {
+			bad("group %d: %d blocks for %d tokens", g, len(t), st.numTokens)
 		}
-		refs[id]++
-		b := &p.blocks[id]
-		want := min(m.blockSize, st.numTokens-i*m.blockSize)
-		if int(b.numTokens) != want {
-			bad("block %d (logical %d) holds %d tokens, want %d", id, i, b.numTokens, want)
+		// The window reaches back from the last token in the table (the
+		// first the coming step computes, at the latest).
+		live := 0
+		if st.numTokens > 0 {
+			live = m.released(m.windows[g], st.numTokens-1)
 		}
-		full := int(b.numTokens) == m.blockSize
-		if b.hashed != (full && m.device.cached != nil) {
-			bad("block %d (logical %d) hashed=%v, full=%v", id, i, b.hashed, full)
-		}
-		if !b.hashed {
-			continue
-		}
-		parentHash, parentCID := rootHash, uint64(0)
-		if i > 0 {
-			pb := &p.blocks[st.blocks[i-1]]
-			parentHash, parentCID = pb.hash, pb.cid
-		}
-		if b.parent != parentCID {
-			bad("block %d parent content id %d, previous block's is %d", id, b.parent, parentCID)
-		}
-		if h := m.hashFn(parentHash, p.filled(id)); h != b.hash {
-			bad("block %d hash %#x, chain gives %#x", id, b.hash, h)
+		var prev *block
+		for i, id := range t {
+			if id == NullBlock {
+				if i >= live {
+					bad("group %d: null block at logical %d inside the window (first live %d)", g, i, live)
+				}
+				prev = nil
+				continue
+			}
+			if id < 0 || int(id) >= p.numBlocks {
+				bad("group %d: block %d out of range", g, id)
+				return errs
+			}
+			refs[id]++
+			b := &p.blocks[id]
+			want := min(m.blockSize, st.numTokens-i*m.blockSize)
+			if int(b.numTokens) != want {
+				bad("group %d: block %d (logical %d) holds %d tokens, want %d", g, id, i, b.numTokens, want)
+			}
+			full := int(b.numTokens) == m.blockSize
+			if b.hashed != (full && m.device.cached != nil) {
+				bad("group %d: block %d (logical %d) hashed=%v, full=%v", g, id, i, b.hashed, full)
+			}
+			if b.hashed && int(b.group) != g {
+				bad("block %d hashed in group %d, held by group %d", id, b.group, g)
+			}
+			if b.hashed && (i == 0 || prev != nil) {
+				parentHash, parentCID := rootOf(g), uint64(0)
+				if prev != nil {
+					parentHash, parentCID = prev.hash, prev.cid
+				}
+				if b.parent != parentCID {
+					bad("block %d parent content id %d, previous block's is %d", id, b.parent, parentCID)
+				}
+				if h := m.hashFn(parentHash, p.filled(id)); h != b.hash {
+					bad("block %d hash %#x, chain gives %#x", id, b.hash, h)
+				}
+			}
+			prev = b
 		}
 	}
 	return errs

@@ -58,6 +58,11 @@ type Config struct {
 	NumBlocks           int  // device blocks, ≥ 1
 	NumHostBlocks       int  // host swap blocks, ≥ 0
 	EnablePrefixCaching bool // hash full blocks and reuse them across sequences
+	// Windows lists the KV cache groups (vLLM's hybrid KV cache manager): one
+	// entry per group, the sliding window of its layers in positions, 0 for
+	// full attention. Every group has its own block table per sequence, and
+	// all share the pools. Empty: one full-attention group.
+	Windows []int
 }
 
 // Stats counts prefix-cache activity since New. A query is one Allocate
@@ -79,17 +84,30 @@ func (s Stats) HitRate() float64 {
 	return float64(s.HitTokens) / float64(s.QueryTokens)
 }
 
-// seqState is one sequence's block table.
+// NullBlock stands in a sliding-window group's table for a block that fell
+// out of the sequence's window: released, never read again.
+const NullBlock int32 = -1
+
+// seqState is one sequence's block tables, one per KV group.
 type seqState struct {
-	blocks    []int32 // logical block → physical block id, in the host pool when onHost
-	numTokens int     // tokens with a reserved slot
+	tables    [][]int32 // per group: logical block → physical block id (host pool when onHost), or NullBlock
+	chain     []link    // per group: the hash chain the next full block continues
+	numTokens int       // tokens with a reserved slot
 	onHost    bool
+}
+
+// link is the hash and content id of a sequence's last full block in a
+// group (root: the group's root hash and content id 0).
+type link struct {
+	hash BlockHash
+	cid  uint64
 }
 
 // Manager maps sequences to blocks of a device pool and a host swap pool.
 // See the package documentation for the layout and the invariants.
 type Manager struct {
 	blockSize int
+	windows   []int // per KV group: sliding window in positions, 0 for full attention
 	device    *Pool
 	host      *Pool
 	seqs      map[int64]*seqState
@@ -98,7 +116,7 @@ type Manager struct {
 	nextCID   uint64                                           // next content id; ids start at 1
 	round     uint64                                           // the scheduling round (BeginRound)
 	stats     Stats
-	hits      []int32 // scratch (blocks): prefix-cache hits of the current Allocate
+	hits      [][]int32 // scratch (group, blocks): prefix-cache hits of the current Allocate
 	remap     []int32 // scratch (max(NumBlocks, NumHostBlocks)): source block → destination during a swap
 	touched   []int32 // scratch: source blocks whose remap entry is set
 }
@@ -115,19 +133,31 @@ func New(cfg Config) (*Manager, error) {
 	case cfg.NumBlocks > 1<<30 || cfg.NumHostBlocks > 1<<30:
 		return nil, fmt.Errorf("kvcache: NumBlocks and NumHostBlocks must be ≤ 2^30, got %d and %d",
 			cfg.NumBlocks, cfg.NumHostBlocks)
+	case len(cfg.Windows) > 64:
+		return nil, fmt.Errorf("kvcache: at most 64 KV groups, got %d", len(cfg.Windows))
 	case int64(cfg.NumBlocks)*int64(cfg.BlockSize) > 1<<31-1:
 		return nil, fmt.Errorf("kvcache: NumBlocks×BlockSize must fit int32 slots, got %d×%d",
 			cfg.NumBlocks, cfg.BlockSize)
 	}
+	for g, w := range cfg.Windows {
+		if w < 0 {
+			return nil, fmt.Errorf("kvcache: group %d has window %d; want ≥ 0 (0: full attention)", g, w)
+		}
+	}
+	windows := append([]int(nil), cfg.Windows...)
+	if len(windows) == 0 {
+		windows = []int{0}
+	}
 	n := max(cfg.NumBlocks, cfg.NumHostBlocks)
 	m := &Manager{
 		blockSize: cfg.BlockSize,
+		windows:   windows,
 		device:    newPool(cfg.NumBlocks, cfg.BlockSize, cfg.EnablePrefixCaching),
 		host:      newPool(cfg.NumHostBlocks, cfg.BlockSize, false),
 		seqs:      make(map[int64]*seqState),
 		hashFn:    hashBlock,
 		nextCID:   1,
-		hits:      make([]int32, 0, cfg.NumBlocks),
+		hits:      make([][]int32, len(windows)),
 		remap:     make([]int32, n),
 		touched:   make([]int32, 0, n),
 	}
@@ -139,6 +169,12 @@ func New(cfg Config) (*Manager, error) {
 
 // BlockSize is the number of token slots per block.
 func (m *Manager) BlockSize() int { return m.blockSize }
+
+// NumGroups is the number of KV cache groups (Config.Windows).
+func (m *Manager) NumGroups() int { return len(m.windows) }
+
+// Window is group g's sliding window in positions, 0 for full attention.
+func (m *Manager) Window(g int) int { return m.windows[g] }
 
 // Device is the device pool (read-only use).
 func (m *Manager) Device() *Pool { return m.device }
@@ -209,10 +245,23 @@ func (m *Manager) newSeq(seqID int64) *seqState {
 		st = m.spare[n-1]
 		m.spare = m.spare[:n-1]
 	} else {
-		st = &seqState{}
+		st = &seqState{tables: make([][]int32, len(m.windows)), chain: make([]link, len(m.windows))}
+	}
+	for g := range st.chain {
+		st.chain[g] = link{hash: rootOf(g)}
 	}
 	m.seqs[seqID] = st
 	return st
+}
+
+// released is how many leading blocks of a group with window w no query
+// from position first on reads: block i holds positions [i·B, (i+1)·B), and
+// a query at position p reads keys from p−w+1 (0 for full attention).
+func (m *Manager) released(w, first int) int {
+	if w <= 0 || first-w+1 <= 0 {
+		return 0
+	}
+	return (first - w + 1) / m.blockSize
 }
 
 // pool returns the pool holding st's blocks.

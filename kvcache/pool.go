@@ -16,6 +16,7 @@ type block struct {
 	cid        uint64    // content id: same cid ⇒ same tokens from the sequence start to this block's end
 	parent     uint64    // cid of the previous block of the chain; 0 for a sequence's first block
 	round      uint64    // Manager.round when the block was hashed (see Discard)
+	group      uint8     // the KV group whose chain the hash belongs to
 }
 
 // Pool is a set of fixed-size blocks with an intrusive doubly-linked free
@@ -164,6 +165,6 @@ func (p *Pool) release(id int32) {
 // from into block dst of p (ref count and links untouched).
 func (p *Pool) copyBlock(dst int32, from *Pool, src int32) {
 	d, s := &p.blocks[dst], &from.blocks[src]
-	d.numTokens, d.hashed, d.hash, d.cid, d.parent = s.numTokens, s.hashed, s.hash, s.cid, s.parent
+	d.numTokens, d.hashed, d.hash, d.cid, d.parent, d.group = s.numTokens, s.hashed, s.hash, s.cid, s.parent, s.group
 	copy(p.slots(dst), from.filled(src))
 }

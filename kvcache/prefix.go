@@ -30,74 +30,82 @@ func hashBlock(parent BlockHash, tokens []int32) BlockHash {
 	return BlockHash(d.Sum64())
 }
 
-// chainOf returns the hash and content id a block following prev chains
-// from; prev is noLink for a sequence's first block.
-func (m *Manager) chainOf(prev int32) (BlockHash, uint64) {
-	if prev == noLink {
-		return rootHash, 0
-	}
-	b := &m.device.blocks[prev]
-	return b.hash, b.cid
-}
+// rootOf is the parent hash of a sequence's first block in KV group g:
+// each group chains from its own root, so equal tokens hash apart.
+func rootOf(g int) BlockHash { return rootHash + BlockHash(g) }
 
-// cachedMatch returns the cached device block holding tokens after the
-// chain (parentHash, parentCID), confirmed by content id and token ids so
-// that a hash collision is a miss, never a wrong block.
-func (m *Manager) cachedMatch(parentHash BlockHash, parentCID uint64, tokens []int32) (id int32, h BlockHash, ok bool) {
+// cachedMatch returns the cached device block of group g holding tokens
+// after the chain (parentHash, parentCID), confirmed by group, content id
+// and token ids so that a hash collision is a miss, never a wrong block.
+func (m *Manager) cachedMatch(g int, parentHash BlockHash, parentCID uint64, tokens []int32) (id int32, h BlockHash, ok bool) {
 	p := m.device
 	h = m.hashFn(parentHash, tokens)
 	id, ok = p.cached[h]
 	if !ok {
 		return noLink, h, false
 	}
-	if b := &p.blocks[id]; b.parent != parentCID || !slices.Equal(p.filled(id), tokens) {
+	if b := &p.blocks[id]; int(b.group) != g || b.parent != parentCID || !slices.Equal(p.filled(id), tokens) {
 		return noLink, h, false
 	}
 	return id, h, true
 }
 
-// matchPrefix fills m.hits with the cached blocks holding the leading full
-// blocks of tokens, stopping at the first miss. The block holding the last
-// token is never looked up: the forward pass needs at least one token to
-// produce logits, and that token's KV must go to a block the sequence owns.
-// It returns how many of the hits are free blocks (each consumes one free
-// block when taken).
-func (m *Manager) matchPrefix(tokens []int32) (freeHits int) {
-	m.hits = m.hits[:0]
+// clearHits empties m.hits.
+func (m *Manager) clearHits() {
+	for g := range m.hits {
+		m.hits[g] = m.hits[g][:0]
+	}
+}
+
+// matchPrefix fills m.hits, per KV group, with the cached blocks holding the
+// leading full blocks of tokens, stopping at the first miss, and cuts every
+// group's hits to the shortest; it returns that number of blocks. The block
+// holding the last token is never looked up: the forward pass needs at
+// least one token to produce logits, and that token's KV must go to a block
+// the sequence owns. A sliding-window group matches its chain from the
+// first block although it will share only the blocks of the last window
+// (the chain's content ids are what confirm a hit), so a hit there needs
+// the released blocks still cached.
+func (m *Manager) matchPrefix(tokens []int32) (hit int) {
+	m.clearHits()
 	if m.device.cached == nil || len(tokens) == 0 {
 		return 0
 	}
-	parentHash, parentCID := rootHash, uint64(0)
-	for i := range (len(tokens) - 1) / m.blockSize {
-		chunk := tokens[i*m.blockSize : (i+1)*m.blockSize]
-		id, h, ok := m.cachedMatch(parentHash, parentCID, chunk)
-		if !ok {
-			break
+	hit = (len(tokens) - 1) / m.blockSize
+	for g := range m.windows {
+		parentHash, parentCID := rootOf(g), uint64(0)
+		for i := range hit {
+			chunk := tokens[i*m.blockSize : (i+1)*m.blockSize]
+			id, h, ok := m.cachedMatch(g, parentHash, parentCID, chunk)
+			if !ok {
+				break
+			}
+			m.hits[g] = append(m.hits[g], id)
+			parentHash, parentCID = h, m.device.blocks[id].cid
 		}
-		m.hits = append(m.hits, id)
-		if m.device.blocks[id].ref == 0 {
-			freeHits++
-		}
-		parentHash, parentCID = h, m.device.blocks[id].cid
+		hit = min(hit, len(m.hits[g]))
 	}
-	return freeHits
+	for g := range m.hits {
+		m.hits[g] = m.hits[g][:hit]
+	}
+	return hit
 }
 
-// seal hashes device block id, which has just become full, as the successor
-// of prev (noLink for a first block), and enters it in the prefix cache when
-// its hash is not taken. A block whose twin (same parent content id, same
-// tokens) is already cached shares the twin's content id but stays out of
-// the cache; a block that merely collides gets a fresh content id.
-func (m *Manager) seal(id, prev int32) {
+// seal hashes device block id of group g, which has just become full, as
+// the successor of the chain at, and advances at to it. The block enters the
+// prefix cache when its hash is not taken. A block whose twin (same parent
+// content id, same tokens) is already cached shares the twin's content id
+// but stays out of the cache; a block that merely collides gets a fresh
+// content id.
+func (m *Manager) seal(g int, id int32, at *link) {
 	p := m.device
 	if p.cached == nil {
 		return
 	}
-	parentHash, parentCID := m.chainOf(prev)
 	tokens := p.filled(id)
-	twin, h, ok := m.cachedMatch(parentHash, parentCID, tokens)
+	twin, h, ok := m.cachedMatch(g, at.hash, at.cid, tokens)
 	b := &p.blocks[id]
-	b.hashed, b.hash, b.parent, b.round = true, h, parentCID, m.round
+	b.hashed, b.hash, b.parent, b.round, b.group = true, h, at.cid, m.round, uint8(g)
 	switch {
 	case ok:
 		b.cid = p.blocks[twin].cid
@@ -108,6 +116,7 @@ func (m *Manager) seal(id, prev int32) {
 			p.cached[h] = id
 		}
 	}
+	*at = link{hash: h, cid: b.cid}
 }
 
 // register enters hashed device block id, freshly copied in from the host

@@ -32,7 +32,12 @@ func kvOf(prev uint64, tok int32) uint64 {
 type shadow struct {
 	tokens []int32
 	kv     []uint64 // kv[p] = kvOf(kv[p-1], tokens[p])
+	first  int      // the first position of the last reservation (what a step computes first)
 }
+
+// groupKV is the value group g holds for a position whose group-0 value is
+// v: the groups' memories differ, as different layers' K/V do.
+func groupKV(v uint64, g int) uint64 { return v ^ uint64(g)*0x51ed27 }
 
 func (s *shadow) push(toks []int32) {
 	for _, t := range toks {
@@ -98,13 +103,16 @@ func (w *workload) pick(n int, onHost bool) []int64 {
 // writeKV "computes" positions [from, len) of seqID into device memory.
 func (w *workload) writeKV(seqID int64, from int) {
 	s := w.seqs[seqID]
-	var err error
-	w.slots, err = w.m.SlotMapping(w.slots[:0], seqID, from, len(s.tokens))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for i, slot := range w.slots {
-		w.kv.dev[slot] = s.kv[from+i]
+	s.first = from
+	for g := range w.m.NumGroups() {
+		var err error
+		w.slots, err = w.m.SlotMapping(w.slots[:0], seqID, g, from, len(s.tokens))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for i, slot := range w.slots {
+			w.kv.dev[slot] = groupKV(s.kv[from+i], g)
+		}
 	}
 }
 
@@ -185,7 +193,7 @@ func (w *workload) fork() {
 		w.t.Fatalf("Fork: %v", err)
 	}
 	p := w.seqs[ids[0]]
-	w.seqs[child] = &shadow{tokens: slices.Clone(p.tokens), kv: slices.Clone(p.kv)}
+	w.seqs[child] = &shadow{tokens: slices.Clone(p.tokens), kv: slices.Clone(p.kv), first: p.first}
 	w.counts["fork"]++
 }
 
@@ -220,10 +228,13 @@ func (w *workload) swap(out bool) {
 	}
 	distinct := map[int32]bool{}
 	for _, id := range group {
-		for _, b := range w.m.BlockTable(id) {
-			distinct[b] = true
+		for g := range w.m.NumGroups() {
+			for _, b := range w.m.GroupTable(id, g) {
+				distinct[b] = b != NullBlock
+			}
 		}
 	}
+	delete(distinct, NullBlock)
 	can := w.m.CanSwapIn(group)
 	w.swaps, err = w.m.SwapIn(group, w.swaps[:0])
 	if !w.agree("swap in", can, err, ErrNoFreeBlocks) {
@@ -246,18 +257,33 @@ func (w *workload) verify(step int, op string) {
 	}
 	bs := w.m.BlockSize()
 	for id, s := range w.seqs {
-		if got := tokensOf(w.m, id); !slices.Equal(got, s.tokens) {
-			w.t.Fatalf("step %d (%s): seq %d tokens %v, want %v", step, op, id, got, s.tokens)
+		if w.m.Window(0) == 0 {
+			if got := tokensOf(w.m, id); !slices.Equal(got, s.tokens) {
+				w.t.Fatalf("step %d (%s): seq %d tokens %v, want %v", step, op, id, got, s.tokens)
+			}
 		}
 		mem := w.kv.dev
 		if w.m.SwappedOut(id) {
 			mem = w.kv.host
 		}
-		table := w.m.BlockTable(id)
-		for p, want := range s.kv {
-			if got := mem[int(table[p/bs])*bs+p%bs]; got != want {
-				w.t.Fatalf("step %d (%s): seq %d position %d holds KV %#x, want %#x (swapped out %v)",
-					step, op, id, p, got, want, w.m.SwappedOut(id))
+		for g := range w.m.NumGroups() {
+			table := w.m.GroupTable(id, g)
+			// A sliding-window group keeps what the last step's first query
+			// reads, and nothing before it (O(window) memory).
+			gone := w.m.released(w.m.Window(g), s.first)
+			for p, want := range s.kv {
+				b := table[p/bs]
+				if (b == NullBlock) != (p/bs < gone) {
+					w.t.Fatalf("step %d (%s): seq %d group %d (window %d) position %d in block %d, %d blocks released after position %d",
+						step, op, id, g, w.m.Window(g), p, b, gone, s.first)
+				}
+				if b == NullBlock {
+					continue
+				}
+				if got := mem[int(b)*bs+p%bs]; got != groupKV(want, g) {
+					w.t.Fatalf("step %d (%s): seq %d group %d position %d holds KV %#x, want %#x (swapped out %v)",
+						step, op, id, g, p, got, groupKV(want, g), w.m.SwappedOut(id))
+				}
 			}
 		}
 	}
@@ -267,29 +293,48 @@ func (w *workload) verify(step int, op string) {
 // and checks the invariants and the simulated cache contents after each.
 func TestRandomWorkload(t *testing.T) {
 	const steps = 3000
-	for _, bs := range []int{1, 4, 16, 128} {
-		for _, mode := range []string{"nocache", "cache", "collisions"} {
-			t.Run(fmt.Sprintf("bs=%d/%s", bs, mode), func(t *testing.T) {
-				cfg := Config{BlockSize: bs, NumBlocks: 40, NumHostBlocks: 16, EnablePrefixCaching: mode != "nocache"}
-				w := newWorkload(t, cfg, uint64(bs)*31+uint64(len(mode)))
-				if mode == "collisions" {
-					w.m.hashFn = func(p BlockHash, toks []int32) BlockHash { return hashBlock(p, toks) & 3 }
+	layouts := []struct {
+		name    string
+		windows func(bs int) []int // KV groups (Config.Windows)
+	}{
+		{"full", func(int) []int { return nil }},
+		{"hybrid", func(bs int) []int { return []int{0, 2, bs + 3, 0, 2} }},
+		{"sliding", func(bs int) []int { return []int{bs + 1} }},
+	}
+	for _, lay := range layouts {
+		for _, bs := range []int{1, 4, 16, 128} {
+			for _, mode := range []string{"nocache", "cache", "collisions"} {
+				if lay.name != "full" && mode == "collisions" && bs > 4 {
+					continue
 				}
-				w.run(steps)
-				w.drain()
-				for _, op := range []string{"allocate", "allocate refused", "append", "append refused", "copy", "fork", "free", "swap out", "swap in"} {
-					if w.counts[op] == 0 && (op != "copy" || bs > 1) { // a block of 1 is never partial
-						t.Errorf("no %q in %d steps: %v", op, steps, w.counts)
+				windows := lay.windows(bs)
+				t.Run(fmt.Sprintf("%s/bs=%d/%s", lay.name, bs, mode), func(t *testing.T) {
+					cfg := Config{BlockSize: bs, NumBlocks: 40 * max(1, len(windows)), NumHostBlocks: 16 * max(1, len(windows)),
+						EnablePrefixCaching: mode != "nocache", Windows: windows}
+					w := newWorkload(t, cfg, uint64(bs)*31+uint64(len(mode)))
+					if mode == "collisions" {
+						mask := BlockHash(3) // a few hashes per group: hits must still happen
+					if len(windows) > 1 {
+						mask = 63
 					}
-				}
-				if st := w.m.Stats(); cfg.EnablePrefixCaching && (st.HitBlocks == 0 || st.Evictions == 0 || w.counts["swap in reused"] == 0) {
-					t.Errorf("prefix cache never hit, evicted or reused on swap-in: %+v %v", st, w.counts)
-				}
-				if !cfg.EnablePrefixCaching && w.counts["swap in reused"] != 0 {
-					t.Errorf("swap-in reused %d blocks with caching off", w.counts["swap in reused"])
-				}
-				t.Logf("%v %+v", w.counts, w.m.Stats())
-			})
+					w.m.hashFn = func(p BlockHash, toks []int32) BlockHash { return hashBlock(p, toks) & mask }
+					}
+					w.run(steps)
+					w.drain()
+					for _, op := range []string{"allocate", "allocate refused", "append", "append refused", "copy", "fork", "free", "swap out", "swap in"} {
+						if w.counts[op] == 0 && (op != "copy" || bs > 1) { // a block of 1 is never partial
+							t.Errorf("no %q in %d steps: %v", op, steps, w.counts)
+						}
+					}
+					if st := w.m.Stats(); cfg.EnablePrefixCaching && (st.HitBlocks == 0 || st.Evictions == 0 || w.counts["swap in reused"] == 0) {
+						t.Errorf("prefix cache never hit, evicted or reused on swap-in: %+v %v", st, w.counts)
+					}
+					if !cfg.EnablePrefixCaching && w.counts["swap in reused"] != 0 {
+						t.Errorf("swap-in reused %d blocks with caching off", w.counts["swap in reused"])
+					}
+					t.Logf("%v %+v", w.counts, w.m.Stats())
+				})
+			}
 		}
 	}
 }

@@ -42,10 +42,12 @@ func (m *Manager) group(seqIDs []int64, onHost bool) error {
 // distinctBlocks counts the distinct blocks of the group's tables.
 func (m *Manager) distinctBlocks(seqIDs []int64) int {
 	for _, id := range seqIDs {
-		for _, b := range m.seqs[id].blocks {
-			if m.remap[b] == noLink {
-				m.remap[b] = 0
-				m.touched = append(m.touched, b)
+		for _, t := range m.seqs[id].tables {
+			for _, b := range t {
+				if b != NullBlock && m.remap[b] == noLink {
+					m.remap[b] = 0
+					m.touched = append(m.touched, b)
+				}
 			}
 		}
 	}
@@ -107,17 +109,22 @@ func (m *Manager) swap(seqIDs []int64, mapping []Swap, src, dst *Pool, errFull e
 		return mapping, fmt.Errorf("%w: group needs %d, %d free", errFull, n, dst.numFree)
 	}
 	for _, id := range seqIDs {
-		for _, b := range m.seqs[id].blocks {
-			if d := m.remap[b]; d != noLink {
-				dst.acquire(d)
-				continue
+		for _, t := range m.seqs[id].tables {
+			for _, b := range t {
+				if b == NullBlock {
+					continue
+				}
+				if d := m.remap[b]; d != noLink {
+					dst.acquire(d)
+					continue
+				}
+				d, copied := m.counterpart(b, src, dst, toHost)
+				if copied {
+					mapping = append(mapping, Swap{Src: b, Dst: d})
+				}
+				m.remap[b] = d
+				m.touched = append(m.touched, b)
 			}
-			d, copied := m.counterpart(b, src, dst, toHost)
-			if copied {
-				mapping = append(mapping, Swap{Src: b, Dst: d})
-			}
-			m.remap[b] = d
-			m.touched = append(m.touched, b)
 		}
 	}
 	m.move(seqIDs, src, toHost)
@@ -151,7 +158,7 @@ func (m *Manager) stillCached(h int32) (int32, bool) {
 		return noLink, false
 	}
 	d, ok := m.device.cached[hb.hash]
-	if !ok || m.device.blocks[d].cid != hb.cid {
+	if !ok || m.device.blocks[d].cid != hb.cid || m.device.blocks[d].group != hb.group {
 		return noLink, false
 	}
 	return d, true
@@ -162,10 +169,13 @@ func (m *Manager) stillCached(h int32) (int32, bool) {
 func (m *Manager) move(seqIDs []int64, from *Pool, onHost bool) {
 	for _, id := range seqIDs {
 		st := m.seqs[id]
-		for i := len(st.blocks) - 1; i >= 0; i-- {
-			b := st.blocks[i]
-			from.release(b)
-			st.blocks[i] = m.remap[b]
+		for _, t := range st.tables {
+			for i := len(t) - 1; i >= 0; i-- {
+				if b := t[i]; b != NullBlock {
+					from.release(b)
+					t[i] = m.remap[b]
+				}
+			}
 		}
 		st.onHost = onHost
 	}

@@ -75,7 +75,7 @@ func wantSwappedOutErrors(t *testing.T, m *Manager, group []int64) {
 	wantErr(t, err, ErrSwappedOut)
 	_, err = m.SlotFor(group[0], 0)
 	wantErr(t, err, ErrSwappedOut)
-	_, err = m.SlotMapping(nil, group[0], 0, 1)
+	_, err = m.SlotMapping(nil, group[0], 0, 0, 1)
 	wantErr(t, err, ErrSwappedOut)
 	_, err = m.SwapOut(group, nil)
 	wantErr(t, err, ErrSwappedOut)

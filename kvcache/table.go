@@ -7,11 +7,10 @@ import "fmt"
 // free cached blocks take one each.
 func (m *Manager) CanAllocate(tokens []int32) AllocStatus {
 	nb := m.blocksFor(len(tokens))
-	if nb > m.device.numBlocks {
+	if nb*len(m.windows) > m.device.numBlocks {
 		return AllocNever
 	}
-	freeHits := m.matchPrefix(tokens)
-	if nb-len(m.hits)+freeHits > m.device.numFree {
+	if m.allocNeed(tokens, true) > m.device.numFree {
 		return AllocLater
 	}
 	return AllocOK
@@ -21,16 +20,18 @@ func (m *Manager) CanAllocate(tokens []int32) AllocStatus {
 // now: the leading tokens whose KV is in the prefix cache. It changes
 // nothing and counts no query.
 func (m *Manager) NumCachedTokens(tokens []int32) int {
-	m.matchPrefix(tokens)
-	return len(m.hits) * m.blockSize
+	return m.matchPrefix(tokens) * m.blockSize
 }
 
-// Allocate creates the block table of a new sequence holding tokens and
-// reserves a slot for each. With prefix caching on, the leading full blocks
-// found in the cache are shared (ref count +1) instead of allocated;
-// numCachedTokens is the number of leading tokens whose KV is already in the
-// cache (a multiple of the block size, always < len(tokens)), so the forward
-// pass computes tokens[numCachedTokens:]. On error nothing changes.
+// Allocate creates the block tables of a new sequence holding tokens and
+// reserves a slot for each, in every KV group. With prefix caching on, the
+// leading full blocks found in the cache are shared (ref count +1) instead
+// of allocated; numCachedTokens is the number of leading tokens whose KV is
+// already in the cache (a multiple of the block size, always < len(tokens)),
+// so the forward pass computes tokens[numCachedTokens:]. A hit in a
+// sliding-window group shares only the blocks the first computed token's
+// window reads; the table holds NullBlock before them. On error nothing
+// changes.
 //
 // Reserve only tokens that the coming forward pass computes: a block enters
 // the prefix cache as soon as its slots are all reserved, and other
@@ -53,60 +54,98 @@ func (m *Manager) AllocateUncached(seqID int64, tokens []int32) error {
 	return err
 }
 
+// allocNeed is the number of free device blocks allocating tokens takes,
+// leaving the prefix-cache hits in m.hits (useCache) or none.
+func (m *Manager) allocNeed(tokens []int32, useCache bool) int {
+	hit := 0
+	if useCache {
+		hit = m.matchPrefix(tokens)
+	} else {
+		m.clearHits()
+	}
+	nb := m.blocksFor(len(tokens))
+	need := 0
+	for g, w := range m.windows {
+		need += nb - hit
+		for _, id := range m.hits[g][m.released(w, hit*m.blockSize):] {
+			if m.device.blocks[id].ref == 0 {
+				need++
+			}
+		}
+	}
+	return need
+}
+
 func (m *Manager) allocate(seqID int64, tokens []int32, useCache bool) (numCachedTokens int, err error) {
 	if _, ok := m.seqs[seqID]; ok {
 		return 0, fmt.Errorf("%w: %d", ErrSequenceExists, seqID)
 	}
-	nb := m.blocksFor(len(tokens))
-	freeHits := 0
-	m.hits = m.hits[:0]
-	if useCache {
-		freeHits = m.matchPrefix(tokens)
-	}
-	if need := nb - len(m.hits) + freeHits; need > m.device.numFree {
+	if need := m.allocNeed(tokens, useCache); need > m.device.numFree {
 		return 0, fmt.Errorf("%w: sequence %d needs %d, %d free", ErrNoFreeBlocks, seqID, need, m.device.numFree)
 	}
+	hit := len(m.hits[0])
 	if m.device.cached != nil && len(tokens) > 0 && useCache {
 		m.stats.Queries++
 		m.stats.QueryBlocks += int64((len(tokens) - 1) / m.blockSize)
-		m.stats.HitBlocks += int64(len(m.hits))
+		m.stats.HitBlocks += int64(hit)
 		m.stats.QueryTokens += int64(len(tokens))
-		m.stats.HitTokens += int64(len(m.hits) * m.blockSize)
+		m.stats.HitTokens += int64(hit * m.blockSize)
 	}
 	st := m.newSeq(seqID)
-	for _, id := range m.hits {
-		m.device.acquire(id)
-		st.blocks = append(st.blocks, id)
+	numCachedTokens = hit * m.blockSize
+	for g, w := range m.windows {
+		live := m.released(w, numCachedTokens)
+		for i, id := range m.hits[g] {
+			if i < live {
+				st.tables[g] = append(st.tables[g], NullBlock)
+			} else {
+				m.device.acquire(id)
+				st.tables[g] = append(st.tables[g], id)
+			}
+		}
+		if hit > 0 {
+			b := &m.device.blocks[m.hits[g][hit-1]]
+			st.chain[g] = link{hash: b.hash, cid: b.cid}
+		}
 	}
-	numCachedTokens = len(m.hits) * m.blockSize
 	st.numTokens = numCachedTokens
 	m.write(st, tokens[numCachedTokens:])
 	return numCachedTokens, nil
 }
 
-// appendNeed returns how many free blocks appending n tokens to st takes,
-// and whether its last block must be copied first (it is partial and shared).
-func (m *Manager) appendNeed(st *seqState, n int) (need int, cow bool) {
+// appendNeed returns how many free blocks appending n tokens to st takes
+// (the blocks a sliding-window group releases counted back when no other
+// table holds them), and for each group whether its last block must be
+// copied first (it is partial and shared), as a bit set.
+func (m *Manager) appendNeed(st *seqState, n int) (need int, cow uint64) {
 	if n == 0 {
-		return 0, false
+		return 0, 0
 	}
-	room := 0
 	pool := m.device
 	if st.onHost {
 		pool = m.host // a swapped-out table: what it will take once swapped in
 	}
-	if k := len(st.blocks); k > 0 {
-		last := &pool.blocks[st.blocks[k-1]]
-		room = m.blockSize - int(last.numTokens)
-		cow = room > 0 && last.ref > 1
+	for g, w := range m.windows {
+		t := st.tables[g]
+		room := 0
+		if k := len(t); k > 0 {
+			last := &pool.blocks[t[k-1]]
+			room = m.blockSize - int(last.numTokens)
+			if room > 0 && last.ref > 1 {
+				cow |= 1 << g
+				need++
+			}
+		}
+		if n > room {
+			need += m.blocksFor(n - room)
+		}
+		for i := m.released(w, st.numTokens) - 1; i >= 0 && t[i] != NullBlock; i-- {
+			if pool.blocks[t[i]].ref == 1 {
+				need--
+			}
+		}
 	}
-	if cow {
-		need = 1
-	}
-	if n > room {
-		need += m.blocksFor(n - room)
-	}
-	return need, cow
+	return max(need, 0), cow
 }
 
 // NumAppendBlocks is the number of free device blocks AppendSlots(seqID, n
@@ -154,44 +193,61 @@ func (m *Manager) AppendSlots(seqID int64, tokens []int32, copies []Copy) ([]Cop
 	if need > m.device.numFree {
 		return copies, fmt.Errorf("%w: sequence %d needs %d, %d free", ErrNoFreeBlocks, seqID, need, m.device.numFree)
 	}
-	if cow {
-		k := len(st.blocks) - 1
-		src := st.blocks[k]
+	if len(tokens) > 0 {
+		m.slide(st)
+	}
+	for g := range m.windows {
+		if cow&(1<<g) == 0 {
+			continue
+		}
+		k := len(st.tables[g]) - 1
+		src := st.tables[g][k]
 		dst := m.device.alloc()
 		m.device.copyBlock(dst, m.device, src)
 		m.device.release(src)
-		st.blocks[k] = dst
+		st.tables[g][k] = dst
 		copies = append(copies, Copy{Src: src, Dst: dst})
 	}
 	m.write(st, tokens)
 	return copies, nil
 }
 
-// write stores tokens after st's last token, taking blocks from the free
-// head as needed and sealing each block it fills. The caller checked that
-// enough blocks are free and that the last block is not shared.
-func (m *Manager) write(st *seqState, tokens []int32) {
-	p := m.device
-	for len(tokens) > 0 {
-		k := len(st.blocks)
-		if k == 0 || int(p.blocks[st.blocks[k-1]].numTokens) == m.blockSize {
-			st.blocks = append(st.blocks, p.alloc())
-			k++
-		}
-		id := st.blocks[k-1]
-		b := &p.blocks[id]
-		n := copy(p.slots(id)[b.numTokens:], tokens)
-		b.numTokens += int32(n)
-		st.numTokens += n
-		tokens = tokens[n:]
-		if int(b.numTokens) == m.blockSize {
-			prev := noLink
-			if k > 1 {
-				prev = st.blocks[k-2]
-			}
-			m.seal(id, prev)
+// slide releases, in each sliding-window group, the blocks no query from
+// st's next token on reads, and puts NullBlock in their place.
+func (m *Manager) slide(st *seqState) {
+	for g, w := range m.windows {
+		t := st.tables[g]
+		for i := m.released(w, st.numTokens) - 1; i >= 0 && t[i] != NullBlock; i-- {
+			m.device.release(t[i])
+			t[i] = NullBlock
 		}
 	}
+}
+
+// write stores tokens after st's last token in every group, taking blocks
+// from the free head as needed and sealing each block it fills. The caller
+// checked that enough blocks are free and that no last block is shared.
+func (m *Manager) write(st *seqState, tokens []int32) {
+	p := m.device
+	for g := range m.windows {
+		rest := tokens
+		for len(rest) > 0 {
+			k := len(st.tables[g])
+			if k == 0 || int(p.blocks[st.tables[g][k-1]].numTokens) == m.blockSize {
+				st.tables[g] = append(st.tables[g], p.alloc())
+				k++
+			}
+			id := st.tables[g][k-1]
+			b := &p.blocks[id]
+			n := copy(p.slots(id)[b.numTokens:], rest)
+			b.numTokens += int32(n)
+			rest = rest[n:]
+			if int(b.numTokens) == m.blockSize {
+				m.seal(g, id, &st.chain[g])
+			}
+		}
+	}
+	st.numTokens += len(tokens)
 }
 
 // Fork gives childID a block table sharing every block of parentID (ref
@@ -206,29 +262,39 @@ func (m *Manager) Fork(parentID, childID int64) error {
 		return fmt.Errorf("%w: %d", ErrSequenceExists, childID)
 	}
 	child := m.newSeq(childID)
-	child.blocks = append(child.blocks, parent.blocks...)
 	child.numTokens, child.onHost = parent.numTokens, parent.onHost
+	copy(child.chain, parent.chain)
 	p := m.pool(parent)
-	for _, id := range parent.blocks {
-		p.acquire(id)
+	for g, t := range parent.tables {
+		child.tables[g] = append(child.tables[g], t...)
+		for _, id := range t {
+			if id != NullBlock {
+				p.acquire(id)
+			}
+		}
 	}
 	return nil
 }
 
-// Free drops seqID's block table and one reference to each of its blocks,
-// last block first, so that of a chain returning to the cache, its tail is
-// evicted first.
+// Free drops seqID's block tables and one reference to each of their
+// blocks, last block first, so that of a chain returning to the cache, its
+// tail is evicted first.
 func (m *Manager) Free(seqID int64) error {
 	st, err := m.lookup(seqID, true)
 	if err != nil {
 		return err
 	}
 	p := m.pool(st)
-	for i := len(st.blocks) - 1; i >= 0; i-- {
-		p.release(st.blocks[i])
+	for g, t := range st.tables {
+		for i := len(t) - 1; i >= 0; i-- {
+			if t[i] != NullBlock {
+				p.release(t[i])
+			}
+		}
+		st.tables[g] = t[:0]
 	}
 	delete(m.seqs, seqID)
-	st.blocks, st.numTokens, st.onHost = st.blocks[:0], 0, false
+	st.numTokens, st.onHost = 0, false
 	m.spare = append(m.spare, st)
 	return nil
 }
@@ -249,7 +315,7 @@ func (m *Manager) Discard(seqID int64) error {
 		return err
 	}
 	p := m.device
-	for _, id := range st.blocks {
+	for _, id := range st.all() {
 		if b := &p.blocks[id]; b.ref == 1 && b.hashed && b.round == m.round {
 			if cur, ok := p.cached[b.hash]; ok && cur == id {
 				delete(p.cached, b.hash)
@@ -260,19 +326,25 @@ func (m *Manager) Discard(seqID int64) error {
 	return m.Free(seqID)
 }
 
-// BlockTable returns seqID's physical block ids in logical order (host ids
-// when swapped out), or nil for an unknown sequence. The slice is a
-// read-only view, valid until the next call that changes the table.
-func (m *Manager) BlockTable(seqID int64) []int32 {
+// BlockTable returns seqID's group-0 block table: physical block ids in
+// logical order (host ids when swapped out), or nil for an unknown sequence.
+// The slice is a read-only view, valid until the next call that changes the
+// table.
+func (m *Manager) BlockTable(seqID int64) []int32 { return m.GroupTable(seqID, 0) }
+
+// GroupTable is BlockTable for KV group g; in a sliding-window group the
+// blocks out of the window are NullBlock.
+func (m *Manager) GroupTable(seqID int64, g int) []int32 {
 	st, ok := m.seqs[seqID]
 	if !ok {
 		return nil
 	}
-	return st.blocks[:len(st.blocks):len(st.blocks)]
+	t := st.tables[g]
+	return t[:len(t):len(t)]
 }
 
-// SlotFor returns the device cache slot of token position pos of seqID:
-// block*BlockSize + offset, for 0 ≤ pos < NumTokens(seqID).
+// SlotFor returns the group-0 device cache slot of token position pos of
+// seqID: block*BlockSize + offset, for 0 ≤ pos < NumTokens(seqID).
 func (m *Manager) SlotFor(seqID int64, pos int) (int32, error) {
 	st, err := m.lookup(seqID, false)
 	if err != nil {
@@ -281,21 +353,38 @@ func (m *Manager) SlotFor(seqID int64, pos int) (int32, error) {
 	if pos < 0 || pos >= st.numTokens {
 		return 0, fmt.Errorf("%w: position %d of sequence %d with %d tokens", ErrPositionOutOfRange, pos, seqID, st.numTokens)
 	}
-	return st.blocks[pos/m.blockSize]*int32(m.blockSize) + int32(pos%m.blockSize), nil
+	return st.tables[0][pos/m.blockSize]*int32(m.blockSize) + int32(pos%m.blockSize), nil
 }
 
-// SlotMapping appends to dst the slots of positions [start, end) of seqID.
-func (m *Manager) SlotMapping(dst []int32, seqID int64, start, end int) ([]int32, error) {
+// SlotMapping appends to dst the group-g slots of positions [start, end) of
+// seqID. Positions whose block a sliding-window group released are out of
+// range.
+func (m *Manager) SlotMapping(dst []int32, seqID int64, g, start, end int) ([]int32, error) {
 	st, err := m.lookup(seqID, false)
 	if err != nil {
 		return dst, err
 	}
-	if start < 0 || end > st.numTokens || start > end {
+	t := st.tables[g]
+	if start < 0 || end > st.numTokens || start > end || (start < end && t[start/m.blockSize] == NullBlock) {
 		return dst, fmt.Errorf("%w: positions [%d, %d) of sequence %d with %d tokens", ErrPositionOutOfRange, start, end, seqID, st.numTokens)
 	}
 	bs := int32(m.blockSize)
 	for pos := start; pos < end; pos++ {
-		dst = append(dst, st.blocks[pos/m.blockSize]*bs+int32(pos%m.blockSize))
+		dst = append(dst, t[pos/m.blockSize]*bs+int32(pos%m.blockSize))
 	}
 	return dst, nil
+}
+
+// all returns st's blocks of every group (NullBlock left out), in a scratch
+// slice valid until the next call.
+func (st *seqState) all() []int32 {
+	var out []int32
+	for _, t := range st.tables {
+		for _, id := range t {
+			if id != NullBlock {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }

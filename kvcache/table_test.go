@@ -185,7 +185,7 @@ func TestSlots(t *testing.T) {
 			t.Errorf("SlotFor(%d, %d) = %d, %v; want %d", tc.seqID, tc.pos, got, err, tc.want)
 		}
 	}
-	got, err := m.SlotMapping([]int32{-1}, 8, 14, 18)
+	got, err := m.SlotMapping([]int32{-1}, 8, 0, 14, 18)
 	if want := []int32{-1, 46, 47, 48, 49}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("SlotMapping = %v, %v; want %v", got, err, want)
 	}
@@ -193,7 +193,7 @@ func TestSlots(t *testing.T) {
 		_, err := m.SlotFor(7, pos)
 		wantErr(t, err, ErrPositionOutOfRange)
 	}
-	_, err = m.SlotMapping(nil, 7, 3, 21)
+	_, err = m.SlotMapping(nil, 7, 0, 3, 21)
 	wantErr(t, err, ErrPositionOutOfRange)
 	_, err = m.SlotFor(9, 0)
 	wantErr(t, err, ErrUnknownSequence)
