@@ -117,8 +117,8 @@ type Manager struct {
 	round     uint64                                           // the scheduling round (BeginRound)
 	stats     Stats
 	hits      [][]int32 // scratch (group, blocks): prefix-cache hits of the current Allocate
-	remap     []int32 // scratch (max(NumBlocks, NumHostBlocks)): source block → destination during a swap
-	touched   []int32 // scratch: source blocks whose remap entry is set
+	remap     []int32   // scratch (max(NumBlocks, NumHostBlocks)): source block → destination during a swap
+	touched   []int32   // scratch: source blocks whose remap entry is set
 }
 
 // New validates cfg and returns an empty Manager: every block free.

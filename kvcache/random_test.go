@@ -314,10 +314,10 @@ func TestRandomWorkload(t *testing.T) {
 					w := newWorkload(t, cfg, uint64(bs)*31+uint64(len(mode)))
 					if mode == "collisions" {
 						mask := BlockHash(3) // a few hashes per group: hits must still happen
-					if len(windows) > 1 {
-						mask = 63
-					}
-					w.m.hashFn = func(p BlockHash, toks []int32) BlockHash { return hashBlock(p, toks) & mask }
+						if len(windows) > 1 {
+							mask = 63
+						}
+						w.m.hashFn = func(p BlockHash, toks []int32) BlockHash { return hashBlock(p, toks) & mask }
 					}
 					w.run(steps)
 					w.drain()
