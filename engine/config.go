@@ -155,6 +155,15 @@ type KVCacheSizing struct {
 	NumBlocks  int
 	BlockBytes int64
 	Reason     string
+	// Groups describes the KV cache groups ("1 full attention, 5 window
+	// 512"); empty with one group.
+	Groups string
+	// SeqBlocks is the most blocks one sequence of --max-model-len tokens
+	// holds at once over all groups (its bytes: SeqBlocks·BlockBytes);
+	// FullSeqBytes what it would hold if every layer attended to its whole
+	// context.
+	SeqBlocks    int
+	FullSeqBytes int64
 }
 
 // Bytes is the device KV cache's size.
@@ -187,9 +196,11 @@ func (c *Config) cacheSizes(mc model.Config) (numBlocks, numHostBlocks int, err 
 // available() reports (read only in that case). The count must hold one
 // sequence of --max-model-len tokens.
 func (c *Config) sizeKVCache(mc model.Config, available func() int64) (KVCacheSizing, error) {
-	per := int64(model.BlockBytes(mc.Layers, c.BlockSize, mc.KVHeads, mc.HeadDim, c.KVCacheType))
-	perSeq := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize
-	s := KVCacheSizing{BlockBytes: per}
+	lay := mc.KVLayout()
+	per := int64(model.BlockBytes(lay.Tensors, c.BlockSize, mc.KVHeads, mc.HeadDim, c.KVCacheType))
+	perSeq := c.seqBlocks(lay)
+	full := int64((c.MaxModelLen+c.BlockSize-1)/c.BlockSize) * int64(model.BlockBytes(len(lay.Group), c.BlockSize, mc.KVHeads, mc.HeadDim, c.KVCacheType))
+	s := KVCacheSizing{BlockBytes: per, SeqBlocks: perSeq, FullSeqBytes: full, Groups: groupsText(lay)}
 	switch {
 	case c.NumBlocksOverride > 0:
 		s.NumBlocks, s.Reason = c.NumBlocksOverride, fmt.Sprintf("--num-gpu-blocks-override %d", c.NumBlocksOverride)
@@ -214,10 +225,50 @@ func (c *Config) sizeKVCache(mc model.Config, available func() int64) (KVCacheSi
 	}
 	if s.NumBlocks < perSeq {
 		return s, fmt.Errorf("the KV cache (%s) holds %d blocks of %d tokens (%d bytes each); "+
-			"one sequence of --max-model-len %d needs %d: raise --kv-cache-memory or lower --max-model-len",
+			"one sequence of --max-model-len %d needs %d at once: raise --kv-cache-memory or lower --max-model-len",
 			s.Reason, s.NumBlocks, c.BlockSize, per, c.MaxModelLen, perSeq)
 	}
 	return s, nil
+}
+
+// seqBlocks is the most blocks one sequence of --max-model-len tokens holds
+// at once: every block of its context in a full-attention group; in a
+// sliding-window group, the blocks of its window and of the largest chunk a
+// step computes (what it holds before the next step releases the rest).
+func (c *Config) seqBlocks(lay model.KVLayout) int {
+	n := 0
+	for _, w := range lay.Windows {
+		tokens := c.MaxModelLen
+		if w > 0 {
+			tokens = min(tokens, w-1+max(c.MaxNumBatchedTokens, 1)+c.BlockSize)
+		}
+		n += (tokens + c.BlockSize - 1) / c.BlockSize
+	}
+	return n
+}
+
+// groupsText describes a layout's groups, "" with one group.
+func groupsText(lay model.KVLayout) string {
+	if !lay.Hybrid() {
+		return ""
+	}
+	count := map[int]int{}
+	var kinds []int
+	for _, w := range lay.Windows {
+		if count[w] == 0 {
+			kinds = append(kinds, w)
+		}
+		count[w]++
+	}
+	var parts []string
+	for _, w := range kinds {
+		if w == 0 {
+			parts = append(parts, fmt.Sprintf("%d full attention", count[w]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d sliding window %d", count[w], w))
+		}
+	}
+	return fmt.Sprintf("%d groups of %d layers (%s)", lay.NumGroups(), lay.Tensors, strings.Join(parts, ", "))
 }
 
 // sizeText writes bytes in GiB or MiB, one decimal.

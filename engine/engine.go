@@ -118,7 +118,7 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 		return nil, err
 	}
 	blocks, err := kvcache.New(kvcache.Config{BlockSize: cfg.BlockSize, NumBlocks: numBlocks,
-		NumHostBlocks: numHost, EnablePrefixCaching: cfg.EnablePrefixCaching})
+		NumHostBlocks: numHost, EnablePrefixCaching: cfg.EnablePrefixCaching, Windows: mc.KVLayout().Windows})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,14 @@ type Config struct {
 	ContextLen int // trained context length
 	RMSEps     float32
 	Rope       Rope
+	// Windows is each layer's sliding attention window in positions (0:
+	// full attention); nil when every layer attends to its whole context.
+	// It decides the KV cache groups (LayoutOf).
+	Windows []int
 }
+
+// KVLayout is the model's KV cache groups.
+func (c Config) KVLayout() KVLayout { return LayoutOf(c.Layers, c.Windows) }
 
 // RopeScaling names a RoPE frequency scaling scheme.
 type RopeScaling string
@@ -64,13 +71,19 @@ type Rope struct {
 // context, so attention for token i sees positions ≤ Positions[i] of its own
 // sequence: the cached ones through BlockTables[s] and the new ones once
 // they are written to their SlotMapping slots.
+//
+// With several KV cache groups (KVLayout), SlotMapping and BlockTables hold
+// each group's in turn: group g's slots are SlotMapping[g·numTokens:][:numTokens]
+// and its tables BlockTables[g·numSeqs:][:numSeqs]; a layer uses its own
+// group's. A sliding-window group's tables hold a negative id for the
+// blocks out of every query's window, which attention never reads.
 type Batch struct {
 	Tokens      []int32   // (numTokens) token ids
 	Positions   []int32   // (numTokens) position of each token in its sequence
-	SlotMapping []int32   // (numTokens) block*BlockSize + offset where the token's K/V goes
+	SlotMapping []int32   // (groups × numTokens) block*BlockSize + offset where the token's K/V goes
 	QueryStart  []int32   // (numSeqs+1) prefix sums of query lengths
 	ContextLens []int32   // (numSeqs) tokens of context after this step
-	BlockTables [][]int32 // (numSeqs, blocks) physical block ids, logical order
+	BlockTables [][]int32 // (groups × numSeqs, blocks) physical block ids, logical order
 	// LogitIndices lists the token rows (indices into Tokens) whose logits
 	// are wanted, in output order.
 	LogitIndices []int32

@@ -52,10 +52,11 @@ func (ce *CacheEngine) Apply(swapOut, swapIn []kvcache.Swap, copies []kvcache.Co
 	return nil
 }
 
-// copyBlock copies block src of from into block dst of to, every layer, K and V.
+// copyBlock copies block src of from into block dst of to, every tensor
+// (the layers of the block's group), K and V.
 func copyBlock(to *model.KVCache, dst int32, from *model.KVCache, src int32) {
-	for l := range from.Layers {
-		f, t := &from.Layers[l], &to.Layers[l]
+	for l := range from.Tensors {
+		f, t := &from.Tensors[l], &to.Tensors[l]
 		n := f.BlockElems()
 		d, s := int(dst)*n, int(src)*n
 		if f.Type == model.KVF32 {

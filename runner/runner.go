@@ -44,7 +44,8 @@ type Runner struct {
 // points to that are not views into the step.
 type microBatch struct {
 	batch  model.Batch
-	tables [][]int32 // (numSeqs) views into the step's Blocks
+	tables [][]int32 // (groups × numSeqs) views into the step's Blocks
+	slots  []int32   // (groups × numTokens) the groups' slots, when there are several
 	qstart []int32   // (numSeqs+1) query starts of the batch's sequences
 	lidx   []int32   // (logit rows) the batch's logit rows
 }
@@ -198,21 +199,30 @@ func (r *Runner) check(s *sched.Step) error {
 	if r.cache.Host != nil {
 		host = r.cache.Host.NumBlocks
 	}
-	if err := s.CheckBlocks(r.cache.Device.NumBlocks, host, r.cache.Device.BlockSize); err != nil {
+	if err := s.CheckBlocks(r.cache.Device.NumBlocks, host, r.cache.Device.BlockSize, r.cache.Device.Layout.Windows); err != nil {
 		return err
 	}
 	return r.split.Check(s, r.cache.Device.BlockSize)
 }
 
 // build points the batch at sequences [lo, hi) of the step (the whole
-// step, or one micro-batch of it): token ids, positions, slots and context
-// lengths are views into the step; query starts and logit rows are
-// rebased to the micro-batch's first token; block tables are views into
-// the step's Blocks.
+// step, or one micro-batch of it): token ids, positions, slots (with one
+// KV cache group) and context lengths are views into the step; query
+// starts and logit rows are rebased to the micro-batch's first token;
+// block tables are views into the step's Blocks, group by group.
 func (mb *microBatch) build(s *sched.Step, lo, hi int) {
 	b := &mb.batch
 	first, last := s.QueryStart[lo], s.QueryStart[hi]
-	b.Tokens, b.Positions, b.SlotMapping = s.Tokens[first:last], s.Positions[first:last], s.SlotMapping[first:last]
+	b.Tokens, b.Positions = s.Tokens[first:last], s.Positions[first:last]
+	if s.NumGroups() == 1 {
+		b.SlotMapping = s.SlotMapping[first:last]
+	} else {
+		mb.slots = mb.slots[:0]
+		for g := range s.NumGroups() {
+			mb.slots = append(mb.slots, s.GroupSlots(g)[first:last]...)
+		}
+		b.SlotMapping = mb.slots
+	}
 	b.ContextLens = s.ContextLens[lo:hi]
 	mb.qstart, mb.lidx, mb.tables = mb.qstart[:0], mb.lidx[:0], mb.tables[:0]
 	for i := lo; i <= hi; i++ {
@@ -221,8 +231,10 @@ func (mb *microBatch) build(s *sched.Step, lo, hi int) {
 	for _, row := range s.LogitIndices[s.LogitStart[lo]:s.LogitStart[hi]] {
 		mb.lidx = append(mb.lidx, row-first)
 	}
-	for i := lo; i < hi; i++ {
-		mb.tables = append(mb.tables, s.BlockTable(i))
+	for g := range s.NumGroups() {
+		for i := lo; i < hi; i++ {
+			mb.tables = append(mb.tables, s.GroupTable(g, i))
+		}
 	}
 	b.QueryStart, b.LogitIndices, b.BlockTables, b.AttnTiles = mb.qstart, mb.lidx, mb.tables, 0
 }

@@ -151,5 +151,12 @@ func (r *Runner) dummyStep(tokens, seqs, tiles int) error {
 		b.BlockTables = append(b.BlockTables, table[:(n+bs-1)/bs])
 		b.LogitIndices = append(b.LogitIndices, int32(len(b.Tokens)-1))
 	}
+	// Every KV cache group reads the same blocks (the tokens write nothing).
+	groups := r.cache.Device.Layout.NumGroups()
+	n, ns := len(b.SlotMapping), len(b.BlockTables)
+	for range groups - 1 {
+		b.SlotMapping = append(b.SlotMapping, b.SlotMapping[:n]...)
+		b.BlockTables = append(b.BlockTables, b.BlockTables[:ns]...)
+	}
 	return r.model.Forward(&b, r.cache.Device, r.logits[:len(b.LogitIndices)*r.vocab])
 }

@@ -100,10 +100,13 @@ func (sp *Splitter) markReaders(s *Step, blockSize int) {
 		sp.lastWriter = map[int32]int{}
 	}
 	clear(sp.lastWriter)
-	for i := range n {
-		for _, slot := range s.SlotMapping[s.QueryStart[i]:s.QueryStart[i+1]] {
-			if slot >= 0 {
-				sp.lastWriter[slot/int32(blockSize)] = i
+	for g := range s.NumGroups() {
+		slots := s.GroupSlots(g)
+		for i := range n {
+			for _, slot := range slots[s.QueryStart[i]:s.QueryStart[i+1]] {
+				if slot >= 0 {
+					sp.lastWriter[slot/int32(blockSize)] = i
+				}
 			}
 		}
 	}
@@ -112,13 +115,15 @@ func (sp *Splitter) markReaders(s *Step, blockSize int) {
 	}
 	sp.bad = sp.bad[:n+1]
 	clear(sp.bad)
-	for j := range n {
-		cached := int(s.ContextLens[j]) - s.QueryLen(j)
-		table := s.BlockTable(j)
-		for _, b := range table[:min(len(table), (cached+blockSize-1)/blockSize)] {
-			if i, ok := sp.lastWriter[b]; ok && i > j {
-				sp.bad[j+1]++ // splits j+1 … i separate the reader from its writer
-				sp.bad[i+1]--
+	for g := range s.NumGroups() {
+		for j := range n {
+			cached := int(s.ContextLens[j]) - s.QueryLen(j)
+			table := s.GroupTable(g, j)
+			for _, b := range table[:min(len(table), (cached+blockSize-1)/blockSize)] {
+				if i, ok := sp.lastWriter[b]; ok && i > j && b >= 0 {
+					sp.bad[j+1]++ // splits j+1 … i separate the reader from its writer
+					sp.bad[i+1]--
+				}
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func specStep(t *testing.T, specs ...seqSpec) *Step {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckBlocks(1000, 0, testBlock); err != nil {
+	if err := s.CheckBlocks(1000, 0, testBlock, nil); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -30,6 +30,13 @@ import (
 //	LogitStart:      [0 1 2 2]       logit rows of seq i: [LogitStart[i], LogitStart[i+1])
 //	Split:           2               dual-batch overlap: micro-batches A, B | C (0: one batch)
 //
+// A model with several KV cache groups (Groups > 1, see kvcache) has a
+// block table per sequence and a slot per token in each group, group by
+// group: SlotMapping holds group 0's numTokens slots, then group 1's, …;
+// BlockTableStart has Groups·numSeqs+1 entries, group g's table of sequence
+// i being entry g·numSeqs+i (GroupTable). A sliding-window group's tables
+// hold kvcache.NullBlock for the blocks out of every query's window.
+//
 // Invariants (Validate checks them; the scheduler never breaks them): the
 // prefix arrays have numSeqs+1 entries starting at 0 and never decrease
 // (all three may be empty when numSeqs is 0); QueryStart ends at numTokens,
@@ -61,6 +68,8 @@ type Step struct {
 	// Split is where dual-batch overlap cuts the step: the number of
 	// sequences in the first micro-batch, 0 when the step runs as one batch.
 	Split int32
+	// Groups is the number of KV cache groups (0 means 1).
+	Groups int32
 
 	SwapOut []kvcache.Swap // device → host
 	SwapIn  []kvcache.Swap // host → device
@@ -90,9 +99,22 @@ func (s *Step) NumTokens() int { return len(s.Tokens) }
 // QueryLen is the number of tokens sequence i computes.
 func (s *Step) QueryLen(i int) int { return int(s.QueryStart[i+1] - s.QueryStart[i]) }
 
-// BlockTable is sequence i's block table (a view into Blocks).
-func (s *Step) BlockTable(i int) []int32 {
-	return s.Blocks[s.BlockTableStart[i]:s.BlockTableStart[i+1]:s.BlockTableStart[i+1]]
+// NumGroups is the number of KV cache groups, ≥ 1.
+func (s *Step) NumGroups() int { return max(int(s.Groups), 1) }
+
+// BlockTable is sequence i's group-0 block table (a view into Blocks).
+func (s *Step) BlockTable(i int) []int32 { return s.GroupTable(0, i) }
+
+// GroupTable is sequence i's block table in KV group g (a view into Blocks).
+func (s *Step) GroupTable(g, i int) []int32 {
+	k := g*s.NumSeqs() + i
+	return s.Blocks[s.BlockTableStart[k]:s.BlockTableStart[k+1]:s.BlockTableStart[k+1]]
+}
+
+// GroupSlots is group g's SlotMapping (a view).
+func (s *Step) GroupSlots(g int) []int32 {
+	n := len(s.Tokens)
+	return s.SlotMapping[g*n : (g+1)*n : (g+1)*n]
 }
 
 // NumLogits is the number of logit rows of sequence i.
@@ -104,7 +126,7 @@ func (s *Step) Reset() {
 	s.BlockTableStart, s.Blocks, s.LogitStart = s.BlockTableStart[:0], s.Blocks[:0], s.LogitStart[:0]
 	s.Tokens, s.Positions, s.SlotMapping, s.LogitIndices = s.Tokens[:0], s.Positions[:0], s.SlotMapping[:0], s.LogitIndices[:0]
 	s.SwapOut, s.SwapIn, s.Copies = s.SwapOut[:0], s.SwapIn[:0], s.Copies[:0]
-	s.Split = 0
+	s.Split, s.Groups = 0, 0
 }
 
 // fill appends the sequences of seqs to the step (whose cache operations
@@ -123,10 +145,6 @@ func (s *Step) fill(seqs []ScheduledSeq, kv *kvcache.Manager) error {
 		for p := sq.Start; p < end; p++ {
 			s.Positions = append(s.Positions, int32(p))
 		}
-		var err error
-		if s.SlotMapping, err = kv.SlotMapping(s.SlotMapping, q.ID, sq.Start, end); err != nil {
-			return fmt.Errorf("sched: request %s: %w", sq.Group.RequestID, err)
-		}
 		var f SeqFlags
 		switch {
 		case sq.Group.AllLogits:
@@ -144,9 +162,18 @@ func (s *Step) fill(seqs []ScheduledSeq, kv *kvcache.Manager) error {
 		s.Flags = append(s.Flags, f)
 		s.QueryStart = append(s.QueryStart, int32(len(s.Tokens)))
 		s.ContextLens = append(s.ContextLens, int32(end))
-		s.Blocks = append(s.Blocks, kv.BlockTable(q.ID)...)
-		s.BlockTableStart = append(s.BlockTableStart, int32(len(s.Blocks)))
 		s.LogitStart = append(s.LogitStart, int32(len(s.LogitIndices)))
+	}
+	s.Groups = int32(kv.NumGroups())
+	for g := range kv.NumGroups() {
+		for _, sq := range seqs {
+			var err error
+			if s.SlotMapping, err = kv.SlotMapping(s.SlotMapping, sq.Seq.ID, g, sq.Start, sq.Start+sq.NumTokens); err != nil {
+				return fmt.Errorf("sched: request %s: %w", sq.Group.RequestID, err)
+			}
+			s.Blocks = append(s.Blocks, kv.GroupTable(sq.Seq.ID, g)...)
+			s.BlockTableStart = append(s.BlockTableStart, int32(len(s.Blocks)))
+		}
 	}
 	return nil
 }
@@ -166,8 +193,12 @@ func (s *Step) Validate() error {
 	if len(s.SeqIDs) != n || len(s.Flags) != n {
 		return invalid("%d sequence ids and %d flags for %d sequences", len(s.SeqIDs), len(s.Flags), n)
 	}
-	if len(s.Positions) != len(s.Tokens) || len(s.SlotMapping) != len(s.Tokens) {
-		return invalid("%d positions and %d slots for %d tokens", len(s.Positions), len(s.SlotMapping), len(s.Tokens))
+	if s.Groups < 0 || s.Groups > 64 {
+		return invalid("%d KV cache groups", s.Groups)
+	}
+	g := s.NumGroups()
+	if len(s.Positions) != len(s.Tokens) || len(s.SlotMapping) != g*len(s.Tokens) {
+		return invalid("%d positions and %d slots for %d tokens in %d groups", len(s.Positions), len(s.SlotMapping), len(s.Tokens), g)
 	}
 	if s.Split < 0 || (s.Split > 0 && int(s.Split) >= n) {
 		return invalid("split after %d of %d sequences", s.Split, n)
@@ -182,9 +213,10 @@ func (s *Step) Validate() error {
 		name string
 		a    []int32
 		end  int
-	}{{"QueryStart", s.QueryStart, len(s.Tokens)}, {"BlockTableStart", s.BlockTableStart, len(s.Blocks)},
-		{"LogitStart", s.LogitStart, len(s.LogitIndices)}} {
-		if err := checkPrefix(p.name, p.a, n, p.end); err != nil {
+		n    int
+	}{{"QueryStart", s.QueryStart, len(s.Tokens), n}, {"BlockTableStart", s.BlockTableStart, len(s.Blocks), g * n},
+		{"LogitStart", s.LogitStart, len(s.LogitIndices), n}} {
+		if err := checkPrefix(p.name, p.a, p.n, p.end); err != nil {
 			return err
 		}
 	}
@@ -236,21 +268,35 @@ func (s *Step) validateSeq(i int) error {
 // CheckBlocks checks the step against a cache of numBlocks device blocks,
 // numHostBlocks host blocks and blockSize slots per block: block ids and
 // slots in range (slot −1 writes nothing), each block table covering its
-// context. Call it after Validate.
-func (s *Step) CheckBlocks(numBlocks, numHostBlocks, blockSize int) error {
-	for _, b := range s.Blocks {
-		if b < 0 || int(b) >= numBlocks {
-			return invalid("block %d outside the %d device blocks", b, numBlocks)
-		}
-	}
+// context; kvcache.NullBlock only in a group with a window (windows[g] > 0;
+// nil: no group has one), only for blocks wholly before the window of the
+// sequence's first query. Call it after Validate.
+func (s *Step) CheckBlocks(numBlocks, numHostBlocks, blockSize int, windows []int) error {
 	for _, sl := range s.SlotMapping {
 		if sl < -1 || int64(sl) >= int64(numBlocks)*int64(blockSize) {
 			return invalid("slot %d outside %d blocks of %d", sl, numBlocks, blockSize)
 		}
 	}
-	for i := range s.NumSeqs() {
-		if have := int(s.BlockTableStart[i+1]-s.BlockTableStart[i]) * blockSize; have < int(s.ContextLens[i]) {
-			return invalid("sequence %d: %d tokens of context, its blocks hold %d", i, s.ContextLens[i], have)
+	for g := range s.NumGroups() {
+		w := 0
+		if g < len(windows) {
+			w = windows[g]
+		}
+		for i := range s.NumSeqs() {
+			t := s.GroupTable(g, i)
+			if have := len(t) * blockSize; have < int(s.ContextLens[i]) {
+				return invalid("sequence %d group %d: %d tokens of context, its blocks hold %d", i, g, s.ContextLens[i], have)
+			}
+			// The first query reads keys from position first−w+1 on.
+			first := int(s.ContextLens[i]) - s.QueryLen(i)
+			for k, b := range t {
+				switch {
+				case b == kvcache.NullBlock && (w <= 0 || (k+1)*blockSize > first-w+1):
+					return invalid("sequence %d group %d: block %d released but read (window %d, first query %d)", i, g, k, w, first)
+				case b != kvcache.NullBlock && (b < 0 || int(b) >= numBlocks):
+					return invalid("block %d outside the %d device blocks", b, numBlocks)
+				}
+			}
 		}
 	}
 	for _, c := range s.Copies {

@@ -17,7 +17,7 @@ func checkStep(t *testing.T, s *Scheduler, out *Output, blockSize, blocks int) {
 	if err := st.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CheckBlocks(blocks, blocks, blockSize); err != nil {
+	if err := st.CheckBlocks(blocks, blocks, blockSize, nil); err != nil {
 		t.Fatal(err)
 	}
 	if st.NumSeqs() != len(out.Seqs) || st.NumTokens() != out.NumBatchedTokens {

@@ -15,7 +15,7 @@ import (
 //	  version  uint16  (WireVersion)
 //	  reserved uint16  (0)
 //	  length   uint32  bytes of the body that follows
-//	body: split uint32 (Split), then 14 sections in this order, each a
+//	body: split uint32 (Split), groups uint32 (Groups), then 14 sections in this order, each a
 //	      uint32 element count followed by the elements
 //	  SeqIDs (int64)  Flags (uint8)  QueryStart  ContextLens  BlockTableStart
 //	  Blocks  LogitStart  Tokens  Positions  SlotMapping  LogitIndices (int32)
@@ -25,14 +25,14 @@ import (
 // decoded step encodes back to the same bytes. A receiver of another
 // version refuses the step (ranks must run the same build).
 const (
-	WireVersion = 2
+	WireVersion = 3
 	wireMagic   = "PGST"
 	wireHeader  = 12
 )
 
 // WireSize is the exact length of the step's wire form.
 func (s *Step) WireSize() int {
-	n := wireHeader + 4 + 14*4 + 8*len(s.SeqIDs) + len(s.Flags)
+	n := wireHeader + 8 + 14*4 + 8*len(s.SeqIDs) + len(s.Flags)
 	for _, a := range s.int32Sections() {
 		n += 4 * len(*a)
 	}
@@ -59,6 +59,7 @@ func (s *Step) AppendBinary(dst []byte) ([]byte, error) {
 	dst = le.AppendUint16(dst, 0)
 	dst = le.AppendUint32(dst, uint32(size-wireHeader))
 	dst = le.AppendUint32(dst, uint32(s.Split))
+	dst = le.AppendUint32(dst, uint32(s.Groups))
 	dst = le.AppendUint32(dst, uint32(len(s.SeqIDs)))
 	for _, v := range s.SeqIDs {
 		dst = le.AppendUint64(dst, uint64(v))
@@ -110,10 +111,11 @@ func (s *Step) UnmarshalBinary(data []byte) error {
 		return invalid("body of %d bytes, header says %d", len(data)-wireHeader, n)
 	}
 	d := decoder{buf: data[wireHeader:]}
-	if len(d.buf) < 4 {
+	if len(d.buf) < 8 {
 		return invalid("truncated at the split")
 	}
 	s.Split = int32(d.u32())
+	s.Groups = int32(d.u32())
 	if n, ok := d.count(8); ok {
 		for range n {
 			s.SeqIDs = append(s.SeqIDs, int64(d.u64()))

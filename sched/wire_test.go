@@ -120,7 +120,7 @@ func TestWireRoundTrip(t *testing.T) {
 		if err := st.Validate(); err != nil {
 			t.Fatalf("step %d: generator made an invalid step: %v", i, err)
 		}
-		if err := st.CheckBlocks(1000, 100, 4); err != nil {
+		if err := st.CheckBlocks(1000, 100, 4, nil); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		roundTrip(t, st)
@@ -172,7 +172,8 @@ func TestWireRejects(t *testing.T) {
 		{"truncated", good[:len(good)-1]},
 		{"trailing", append(slices.Clone(good), 0)},
 		{"length", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 1<<31); return b })},
-		{"count", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader+4:], 1<<30); return b })},
+		{"count", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader+8:], 1<<30); return b })},
+		{"groups", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader+4:], 2); return b })},
 		{"split", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[wireHeader:], uint32(st.NumSeqs())); return b })},
 		{"position", edit(func(b []byte) []byte { return corruptSection(b, 8, 0) })},
 	}
@@ -189,7 +190,7 @@ func TestWireRejects(t *testing.T) {
 // corruptSection adds 1 to element i of section k, the sections counted
 // in wire order from 0 (SeqIDs; 8 is Positions).
 func corruptSection(b []byte, k, i int) []byte {
-	off := wireHeader + 4 // after the split
+	off := wireHeader + 8 // after the split and the groups
 	for sec := range 14 {
 		n := int(binary.LittleEndian.Uint32(b[off:]))
 		size := 4

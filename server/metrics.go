@@ -178,6 +178,13 @@ func registerWaitingByReason(reg prometheus.Registerer, e *engine.Engine, labels
 func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, labels prometheus.Labels) {
 	cfg := e.Config()
 	dev, host := e.NumBlocks()
+	lay := e.ModelConfig().KVLayout()
+	window := "None" // vLLM's CacheConfig.sliding_window
+	for _, w := range lay.Windows {
+		if w > 0 {
+			window = strconv.Itoa(w)
+		}
+	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
 		Help: "Information of the LLMEngine CacheConfig", ConstLabels: prometheus.Labels{
 			"model_name":            labels["model_name"],
@@ -188,6 +195,8 @@ func registerCacheConfig(reg prometheus.Registerer, e *engine.Engine, labels pro
 			"num_gpu_blocks":        strconv.Itoa(dev),
 			"num_cpu_blocks":        strconv.Itoa(host),
 			"swap_space_bytes":      strconv.FormatInt(cfg.SwapSpace, 10),
+			"sliding_window":        window,
+			"num_kv_cache_groups":   strconv.Itoa(lay.NumGroups()),
 		}})
 	g.Set(1)
 	reg.MustRegister(g)

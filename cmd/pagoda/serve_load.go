@@ -74,8 +74,13 @@ func kvCacheLine(e *engine.Engine) string {
 	if cfg.TensorParallel != nil && cfg.TensorParallel.Size() > 1 {
 		ranks = fmt.Sprintf(" on each of %d tensor-parallel ranks", cfg.TensorParallel.Size())
 	}
-	return fmt.Sprintf("INFO KV cache: %d blocks × %d tokens = %d tokens, %.1f MiB %s%s: %s",
+	line := fmt.Sprintf("INFO KV cache: %d blocks × %d tokens = %d tokens, %.1f MiB %s%s: %s",
 		s.NumBlocks, cfg.BlockSize, s.NumBlocks*cfg.BlockSize, float64(s.Bytes())/(1<<20), cfg.KVCacheType, ranks, s.Reason)
+	if s.Groups != "" {
+		line += fmt.Sprintf("; %s: a sequence of --max-model-len %d holds at most %d blocks, %.1f MiB (%.1f MiB with full attention everywhere)",
+			s.Groups, cfg.MaxModelLen, s.SeqBlocks, float64(int64(s.SeqBlocks)*s.BlockBytes)/(1<<20), float64(s.FullSeqBytes)/(1<<20))
+	}
+	return line
 }
 
 // loadEngine builds the engine while reporting progress on stderr: a
@@ -144,7 +149,7 @@ func startupLine(e *engine.Engine, addr string, opts server.Options) string {
 		ranks = cfg.TensorParallel.Size()
 		tp = fmt.Sprintf(" on each of %d tensor-parallel ranks", ranks)
 	}
-	per := model.BlockBytes(mc.Layers, cfg.BlockSize, mc.KVHeads/ranks, mc.HeadDim, cfg.KVCacheType)
+	per := model.BlockBytes(mc.KVLayout().Tensors, cfg.BlockSize, mc.KVHeads/ranks, mc.HeadDim, cfg.KVCacheType)
 	names := server.ServedNames(opts.ServedModelNames, opts.ModelRef, cfg.Model)
 	quoted := make([]string, len(names))
 	for i, n := range names {

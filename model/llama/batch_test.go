@@ -41,7 +41,7 @@ func forwardAll(t *testing.T, m *Model, seqs []*seq, bs int, kv *model.KVCache) 
 		b.LogitIndices = append(b.LogitIndices, int32(i))
 	}
 	logits := make([]float32, len(b.Tokens)*m.Config().VocabSize)
-	if err := m.Forward(&b, kv, logits); err != nil {
+	if err := m.Forward(grouped(&b, kv), kv, logits); err != nil {
 		t.Fatal(err)
 	}
 	return logits
@@ -88,7 +88,7 @@ func cachedSeqs(t *testing.T, m *Model, bs int, tokens [][]int32, cached []int) 
 		if cached[i] > 0 {
 			var b model.Batch
 			addSeq(&b, s, bs, false)
-			if err := m.Forward(&b, kv, nil); err != nil {
+			if err := m.Forward(grouped(&b, kv), kv, nil); err != nil {
 				t.Fatal(err)
 			}
 			s.done = cached[i]
@@ -130,7 +130,7 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 		})
 	}
 	t.Run("wrong cache shape", func(t *testing.T) {
-		other, err := model.NewKVCache(1, 4, 4, 2, 16, model.KVF32)
+		other, err := model.NewKVCache(model.LayoutOf(1, nil), 4, 4, 2, 16, model.KVF32)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func checkDBO(t *testing.T, path string, n int, steps int) {
 	kvs := make([][2]*model.KVCache, n)
 	for r := range n {
 		for g := range 2 {
-			kv, err := off[r].NewKVCache(40, bs, model.KVF32)
+			kv, err := off[r].NewKVCache(40*off[r].Config().KVLayout().NumGroups(), bs, model.KVF32)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,9 +90,9 @@ func checkDBO(t *testing.T, path string, n int, steps int) {
 		want, got := make([]float32, rows*vocab), make([]float32, rows*vocab)
 		split := len(a.LogitIndices) * vocab
 		errs := make([]error, 2*n)
-		onRanks(n, func(r int) { errs[r] = off[r].Forward(whole, kvs[r][0], want) })
+		onRanks(n, func(r int) { errs[r] = off[r].Forward(grouped(whole, kvs[r][0]), kvs[r][0], want) })
 		onRanks(n, func(r int) {
-			errs[n+r] = on[r].ForwardMicroBatches(a, b, kvs[r][1], got[:split], got[split:])
+			errs[n+r] = on[r].ForwardMicroBatches(grouped(a, kvs[r][1]), grouped(b, kvs[r][1]), kvs[r][1], got[:split], got[split:])
 		})
 		for _, err := range errs {
 			if err != nil {

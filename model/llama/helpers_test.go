@@ -1,7 +1,9 @@
 package llama
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"pagoda/gguf"
@@ -88,7 +90,7 @@ type blockAlloc struct {
 // allocator that hands out all of them.
 func newCache(t testing.TB, m *Model, blocks, bs int, typ model.KVType) (*model.KVCache, *blockAlloc) {
 	t.Helper()
-	kv, err := m.NewKVCache(blocks, bs, typ)
+	kv, err := m.NewKVCache(blocks*m.Config().KVLayout().NumGroups(), bs, typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +125,40 @@ func addSeq(b *model.Batch, s *seq, bs int, wantLogits bool) {
 	b.BlockTables = append(b.BlockTables, s.table)
 }
 
+// grouped gives a batch built for one KV cache group (addSeq) a table and
+// slots in every group of kv's layout: group g's blocks are group 0's
+// shifted by g·NumBlocks/groups, so each group's layers keep their own
+// blocks (the tables must stay below that stride).
+func grouped(b *model.Batch, kv *model.KVCache) *model.Batch {
+	groups := kv.Layout.NumGroups()
+	if groups == 1 || len(b.SlotMapping) != len(b.Tokens) {
+		return b
+	}
+	stride := int32(kv.NumBlocks / groups)
+	out := *b
+	out.SlotMapping, out.BlockTables = slices.Clone(b.SlotMapping), slices.Clone(b.BlockTables)
+	for g := 1; g < groups; g++ {
+		off := int32(g) * stride
+		for _, sl := range b.SlotMapping {
+			if sl >= 0 {
+				sl += off * int32(kv.BlockSize)
+			}
+			out.SlotMapping = append(out.SlotMapping, sl)
+		}
+		for _, t := range b.BlockTables {
+			shifted := make([]int32, len(t))
+			for i, id := range t {
+				if id >= stride {
+					panic(fmt.Sprintf("block %d beyond the %d blocks of a group", id, stride))
+				}
+				shifted[i] = id + off
+			}
+			out.BlockTables = append(out.BlockTables, shifted)
+		}
+	}
+	return &out
+}
+
 // decoder runs one sequence: the prompt is prefilled in one batch, then
 // one token per step.
 type decoder struct {
@@ -144,7 +180,7 @@ func (d *decoder) next(t testing.TB) []float64 {
 	d.alloc.grow(t, d.s, len(d.s.tokens), d.kv.BlockSize)
 	var b model.Batch
 	addSeq(&b, d.s, d.kv.BlockSize, true)
-	if err := d.m.Forward(&b, d.kv, d.logits); err != nil {
+	if err := d.m.Forward(grouped(&b, d.kv), d.kv, d.logits); err != nil {
 		t.Fatalf("forward: %v", err)
 	}
 	d.s.done = len(d.s.tokens)

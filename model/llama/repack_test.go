@@ -59,7 +59,7 @@ func TestRepackChoosesLlamaCppTensors(t *testing.T) {
 // prefillLogits runs tokens as one sequence and returns the last logits.
 func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
 	t.Helper()
-	kv, err := m.NewKVCache(1, 16, model.KVF16)
+	kv, err := m.NewKVCache(m.Config().KVLayout().NumGroups(), 16, model.KVF16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func prefillLogits(t *testing.T, m *Model, tokens []int32) []float32 {
 		b.SlotMapping = append(b.SlotMapping, p)
 	}
 	logits := make([]float32, m.Config().VocabSize)
-	if err := m.Forward(b, kv, logits); err != nil {
+	if err := m.Forward(grouped(b, kv), kv, logits); err != nil {
 		t.Fatal(err)
 	}
 	return logits

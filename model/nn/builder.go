@@ -176,7 +176,16 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 	if len(blocks) != cfg.Layers {
 		return nil, fmt.Errorf("%s: %d blocks for %d layers", cfg.Arch, len(blocks), cfg.Layers)
 	}
-	m := &Model{cfg: cfg, local: cfg, f: b.F, opt: opt, layers: blocks, scale: b.EmbedScale, softcap: b.Softcap}
+	for i := range blocks {
+		if w := blocks[i].Attn.Window; w > 0 {
+			if cfg.Windows == nil {
+				cfg.Windows = make([]int, cfg.Layers)
+			}
+			cfg.Windows[i] = w
+		}
+	}
+	m := &Model{cfg: cfg, local: cfg, f: b.F, opt: opt, layers: blocks, scale: b.EmbedScale, softcap: b.Softcap,
+		kvLayout: cfg.KVLayout()}
 	m.embd = b.Matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
 	m.outNorm = b.Vector("output_norm.weight", cfg.Dim)
 	m.output = m.embd
@@ -191,6 +200,7 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 		if m.local, err = localConfig(cfg, tp.Size()); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
 		}
+		m.kvLayout = m.local.KVLayout()
 		m.tp = shard{comm: tp, rank: tp.Rank(), size: tp.Size()}
 		for i := range m.layers {
 			for _, l := range m.layers[i].linears() {

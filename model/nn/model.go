@@ -58,20 +58,21 @@ func Register(arch string, load func(f *gguf.File, o Options) (*Model, error)) {
 // Model is a loaded block stack. Forward calls are serialised; the model
 // owns a kernels.Pool and scratch buffers reused across calls.
 type Model struct {
-	cfg     model.Config // the whole model's shape
-	local   model.Config // this rank's shape (cfg with one rank)
-	tp      shard        // this rank's part of tensor parallelism
-	opt     Options
-	f       *gguf.File
-	embd    kernels.Weight // (VocabSize, Dim) token embeddings
-	scale   float32        // embeddings multiplied by it (0: not scaled)
-	outNorm []float32      // (Dim)
-	output  kernels.Weight // (VocabSize, Dim); the embeddings when tied
-	untied  bool
-	softcap float32 // logits = softcap·tanh(logits/softcap) when > 0
-	layers  []Block
-	ropes   []*kernels.Rope
-	pool    *kernels.Pool
+	cfg      model.Config // the whole model's shape
+	local    model.Config // this rank's shape (cfg with one rank)
+	tp       shard        // this rank's part of tensor parallelism
+	opt      Options
+	f        *gguf.File
+	embd     kernels.Weight // (VocabSize, Dim) token embeddings
+	scale    float32        // embeddings multiplied by it (0: not scaled)
+	outNorm  []float32      // (Dim)
+	output   kernels.Weight // (VocabSize, Dim); the embeddings when tied
+	untied   bool
+	softcap  float32 // logits = softcap·tanh(logits/softcap) when > 0
+	layers   []Block
+	kvLayout model.KVLayout // the KV cache groups of this rank's layers
+	ropes    []*kernels.Rope
+	pool     *kernels.Pool
 
 	mu    sync.Mutex // serialises Forward; guards s and micro
 	s     [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
@@ -87,7 +88,7 @@ func (m *Model) NewKVCache(numBlocks, blockSize int, dtype model.KVType) (*model
 	if dtype != model.KVF32 && dtype != model.KVF16 && dtype != model.KVBF16 {
 		return nil, fmt.Errorf("%s: unknown KV cache type %v", m.cfg.Arch, dtype)
 	}
-	return model.NewKVCache(m.local.Layers, numBlocks, blockSize, m.local.KVHeads, m.local.HeadDim, dtype)
+	return model.NewKVCache(m.local.KVLayout(), numBlocks, blockSize, m.local.KVHeads, m.local.HeadDim, dtype)
 }
 
 // Close stops the worker pool and closes the GGUF file.

@@ -122,7 +122,9 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 	c := &m.local
 	n := len(u.b.Tokens)
 	gather := l == len(m.layers)-1 && !everyRow(u.b.LogitIndices, n)
-	m.attention(s, ly, &s.kv[l], u.b.SlotMapping, n, !gather)
+	g, ns := m.kvLayout.Group[l], u.b.NumSeqs()
+	s.attn.BlockTables = u.b.BlockTables[g*ns : (g+1)*ns]
+	m.attention(s, ly, &s.kv[l], u.b.SlotMapping[g*n:(g+1)*n], n, !gather)
 	if gather {
 		u.x, u.rows = m.gatherLogitRows(s, u.b.LogitIndices), len(u.b.LogitIndices)
 	}

@@ -3,6 +3,7 @@ package nn
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"pagoda/model"
 )
@@ -23,6 +24,9 @@ func (m *Model) checkCache(kv *model.KVCache) error {
 	}
 	if len(kv.Layers) != c.Layers || kv.BlockSize <= 0 || kv.NumBlocks <= 0 {
 		return badBatch("KV cache of %d layers, blocks %d×%d; model has %d layers", len(kv.Layers), kv.NumBlocks, kv.BlockSize, c.Layers)
+	}
+	if lay := m.kvLayout; !slices.Equal(kv.Layout.Windows, lay.Windows) || !slices.Equal(kv.Layout.Group, lay.Group) {
+		return badBatch("KV cache groups %v; model has %v", kv.Layout.Windows, lay.Windows)
 	}
 	for l := range kv.Layers {
 		kl := &kv.Layers[l]
@@ -53,13 +57,14 @@ func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) 
 		return badBatch("nil batch")
 	}
 	n, ns := len(b.Tokens), b.NumSeqs()
+	groups := m.kvLayout.NumGroups()
 	switch {
 	case n == 0 || ns == 0:
 		return badBatch("empty batch")
-	case len(b.Positions) != n || len(b.SlotMapping) != n:
-		return badBatch("%d tokens, %d positions, %d slots", n, len(b.Positions), len(b.SlotMapping))
-	case len(b.QueryStart) != ns+1 || len(b.BlockTables) != ns:
-		return badBatch("%d sequences, %d query starts, %d block tables", ns, len(b.QueryStart), len(b.BlockTables))
+	case len(b.Positions) != n || len(b.SlotMapping) != groups*n:
+		return badBatch("%d tokens, %d positions, %d slots in %d KV cache groups", n, len(b.Positions), len(b.SlotMapping), groups)
+	case len(b.QueryStart) != ns+1 || len(b.BlockTables) != groups*ns:
+		return badBatch("%d sequences, %d query starts, %d block tables in %d KV cache groups", ns, len(b.QueryStart), len(b.BlockTables), groups)
 	case b.QueryStart[0] != 0 || int(b.QueryStart[ns]) != n:
 		return badBatch("query starts %d..%d do not span the %d tokens", b.QueryStart[0], b.QueryStart[ns], n)
 	case len(logits) != len(b.LogitIndices)*m.cfg.VocabSize:
@@ -70,9 +75,12 @@ func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) 
 			return badBatch("token %d: id %d outside the vocabulary of %d", i, t, m.cfg.VocabSize)
 		}
 	}
-	for s := range ns {
-		if err := m.checkSeq(b, kv, s); err != nil {
-			return err
+	for g, w := range m.kvLayout.Windows {
+		slots, tables := b.SlotMapping[g*n:(g+1)*n], b.BlockTables[g*ns:(g+1)*ns]
+		for s := range ns {
+			if err := m.checkSeq(b, kv, s, slots, tables[s], w); err != nil {
+				return err
+			}
 		}
 	}
 	for j, i := range b.LogitIndices {
@@ -83,8 +91,11 @@ func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) 
 	return nil
 }
 
-// checkSeq verifies sequence s of the batch.
-func (m *Model) checkSeq(b *model.Batch, kv *model.KVCache, s int) error {
+// checkSeq verifies sequence s of the batch in one KV cache group: its
+// slots, its block table and the group's window (0: full attention; with a
+// window, the blocks wholly before the first query's window may be
+// negative, released).
+func (m *Model) checkSeq(b *model.Batch, kv *model.KVCache, s int, slots, table []int32, window int) error {
 	q0, q1, ctx := int(b.QueryStart[s]), int(b.QueryStart[s+1]), int(b.ContextLens[s])
 	bs := kv.BlockSize
 	switch {
@@ -92,12 +103,16 @@ func (m *Model) checkSeq(b *model.Batch, kv *model.KVCache, s int) error {
 		return badBatch("sequence %d: no tokens (query starts %d, %d)", s, q0, q1)
 	case ctx < q1-q0 || ctx > m.cfg.ContextLen:
 		return badBatch("sequence %d: context %d for %d new tokens, model context %d", s, ctx, q1-q0, m.cfg.ContextLen)
-	case len(b.BlockTables[s]) < (ctx+bs-1)/bs:
-		return badBatch("sequence %d: %d blocks cannot hold %d tokens of %d-slot blocks", s, len(b.BlockTables[s]), ctx, bs)
+	case len(table) < (ctx+bs-1)/bs:
+		return badBatch("sequence %d: %d blocks cannot hold %d tokens of %d-slot blocks", s, len(table), ctx, bs)
 	}
-	table := b.BlockTables[s][:(ctx+bs-1)/bs]
+	table = table[:(ctx+bs-1)/bs]
+	released := 0 // blocks wholly before the first query's window
+	if first := ctx - (q1 - q0); window > 0 && first-window+1 > 0 {
+		released = (first - window + 1) / bs
+	}
 	for i, blk := range table {
-		if blk < 0 || int(blk) >= kv.NumBlocks {
+		if (blk < 0 && i >= released) || int(blk) >= kv.NumBlocks {
 			return badBatch("sequence %d: block table entry %d is block %d of %d", s, i, blk, kv.NumBlocks)
 		}
 	}
@@ -107,7 +122,7 @@ func (m *Model) checkSeq(b *model.Batch, kv *model.KVCache, s int) error {
 			return badBatch("token %d of sequence %d: position %d, want %d", i, s, b.Positions[i], pos)
 		}
 		want := table[pos/bs]*int32(bs) + int32(pos%bs)
-		if slot := b.SlotMapping[i]; slot != want && slot != -1 {
+		if slot := slots[i]; slot != want && slot != -1 {
 			return badBatch("token %d of sequence %d: slot %d, want %d from the block table", i, s, slot, want)
 		}
 	}
