@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -73,3 +74,39 @@ func (k KVLayout) NumGroups() int { return len(k.Windows) }
 
 // Hybrid reports whether the layout has more than one group.
 func (k KVLayout) Hybrid() bool { return len(k.Windows) > 1 }
+
+// SpreadGroups gives a batch built for one KV cache group (a slot per token,
+// a table per sequence: what a hand-made batch has) a table and slots in
+// every group of kv's layout: group g's blocks are group 0's shifted by
+// g·NumBlocks/groups, so each group's layers keep their own blocks. Group
+// 0's ids must stay below that stride. A batch that already has every
+// group's, or a layout of one group, is returned as is.
+func SpreadGroups(b *Batch, kv *KVCache) (*Batch, error) {
+	groups := kv.Layout.NumGroups()
+	if groups <= 1 || len(b.SlotMapping) != len(b.Tokens) {
+		return b, nil
+	}
+	stride := int32(kv.NumBlocks / groups)
+	out := *b
+	out.SlotMapping, out.BlockTables = slices.Clone(b.SlotMapping), slices.Clone(b.BlockTables)
+	for g := 1; g < groups; g++ {
+		off := int32(g) * stride
+		for _, sl := range b.SlotMapping {
+			if sl >= 0 {
+				sl += off * int32(kv.BlockSize)
+			}
+			out.SlotMapping = append(out.SlotMapping, sl)
+		}
+		for _, t := range b.BlockTables {
+			shifted := make([]int32, len(t))
+			for i, id := range t {
+				if id >= stride {
+					return nil, fmt.Errorf("block %d beyond the %d blocks of a KV cache group", id, stride)
+				}
+				shifted[i] = id + off
+			}
+			out.BlockTables = append(out.BlockTables, shifted)
+		}
+	}
+	return &out, nil
+}

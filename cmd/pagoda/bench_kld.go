@@ -194,7 +194,7 @@ func benchKLD(f kldFlags, text string, variants []kldVariant) ([]kldStats, error
 func windowLogits(m model.Model, tokens []int32) ([]float32, error) {
 	const blockSize = 16
 	n := int32(len(tokens))
-	kv, err := m.NewKVCache(int(n+blockSize-1)/blockSize, blockSize, model.KVF16)
+	kv, err := m.NewKVCache(int(n+blockSize-1)/blockSize*m.Config().KVLayout().NumGroups(), blockSize, model.KVF16)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +208,9 @@ func windowLogits(m model.Model, tokens []int32) ([]float32, error) {
 		}
 	}
 	logits := make([]float32, int(n)*m.Config().VocabSize)
+	if b, err = model.SpreadGroups(b, kv); err != nil {
+		return nil, err
+	}
 	return logits, m.Forward(b, kv, logits)
 }
 

@@ -13,14 +13,17 @@ import (
 
 // seqRunner drives the model through the engine's runner (runner.Runner,
 // eager: no captured plans) with synthetic steps (sched.Step) on a paged KV
-// cache: sequence s owns blocks [s·per, (s+1)·per) in order, and tokens are
-// random ids. The steps are what the scheduler would hand the runner for
+// cache: sequence s owns blocks [s·per, (s+1)·per) in order in each KV
+// cache group g (offset by g·seqs·per; a window group keeps every block),
+// and tokens are random ids. The steps are what the scheduler would hand the runner for
 // the same work, so the benchmark times the serving path's batch building,
 // dual-batch-overlap split and forward pass, not a copy of them.
 type seqRunner struct {
 	exec   *runner.Runner
 	bs     int
-	tables [][]int32 // (seqs, per) physical blocks of each sequence
+	seqs0  int       // sequences the cache holds
+	groups int       // KV cache groups
+	tables [][]int32 // (groups × seqs, per) physical blocks of each sequence in each group
 	vocab  int
 	rng    *rand.Rand
 	step   sched.Step
@@ -46,13 +49,14 @@ type stepTotals struct {
 // newSeqRunner allocates a cache for seqs sequences of up to maxCtx tokens.
 func newSeqRunner(m model.Model, seqs, maxCtx, bs int, kvType model.KVType, seed uint64) (*seqRunner, error) {
 	per := (maxCtx + bs - 1) / bs
-	cache, err := runner.NewCacheEngine(m, seqs*per, 0, bs, kvType)
+	groups := m.Config().KVLayout().NumGroups()
+	cache, err := runner.NewCacheEngine(m, groups*seqs*per, 0, bs, kvType)
 	if err != nil {
 		return nil, err
 	}
-	r := &seqRunner{exec: runner.New(m, cache, runner.Options{MaxNumSeqs: seqs}), bs: bs,
+	r := &seqRunner{exec: runner.New(m, cache, runner.Options{MaxNumSeqs: seqs}), bs: bs, seqs0: seqs, groups: groups,
 		vocab: m.Config().VocabSize, rng: rand.New(rand.NewPCG(seed, 2))}
-	for s := range seqs {
+	for s := range groups * seqs {
 		t := make([]int32, per)
 		for i := range t {
 			t[i] = int32(s*per + i)
@@ -95,21 +99,27 @@ func (r *seqRunner) build(seqs, pos, ns []int) {
 	st.Reset()
 	st.QueryStart, st.BlockTableStart, st.LogitStart = append(st.QueryStart, 0), append(st.BlockTableStart, 0), append(st.LogitStart, 0)
 	for i, s := range seqs {
-		t := r.tables[s]
 		for p := pos[i]; p < pos[i]+ns[i]; p++ {
 			st.Tokens = append(st.Tokens, int32(r.rng.IntN(r.vocab)))
 			st.Positions = append(st.Positions, int32(p))
-			st.SlotMapping = append(st.SlotMapping, t[p/r.bs]*int32(r.bs)+int32(p%r.bs))
 		}
-		ctx := pos[i] + ns[i]
 		st.SeqIDs = append(st.SeqIDs, int64(s))
 		st.Flags = append(st.Flags, sched.FlagSample)
 		st.QueryStart = append(st.QueryStart, int32(len(st.Tokens)))
-		st.ContextLens = append(st.ContextLens, int32(ctx))
-		st.Blocks = append(st.Blocks, t[:(ctx+r.bs-1)/r.bs]...)
-		st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
+		st.ContextLens = append(st.ContextLens, int32(pos[i]+ns[i]))
 		st.LogitIndices = append(st.LogitIndices, int32(len(st.Tokens)-1))
 		st.LogitStart = append(st.LogitStart, int32(len(st.LogitIndices)))
+	}
+	st.Groups = int32(r.groups)
+	for g := range r.groups {
+		for i, s := range seqs {
+			t := r.tables[g*r.seqs0+s]
+			for p := pos[i]; p < pos[i]+ns[i]; p++ {
+				st.SlotMapping = append(st.SlotMapping, t[p/r.bs]*int32(r.bs)+int32(p%r.bs))
+			}
+			st.Blocks = append(st.Blocks, t[:(pos[i]+ns[i]+r.bs-1)/r.bs]...)
+			st.BlockTableStart = append(st.BlockTableStart, int32(len(st.Blocks)))
+		}
 	}
 }
 

@@ -1,9 +1,7 @@
 package llama
 
 import (
-	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"pagoda/gguf"
@@ -125,38 +123,13 @@ func addSeq(b *model.Batch, s *seq, bs int, wantLogits bool) {
 	b.BlockTables = append(b.BlockTables, s.table)
 }
 
-// grouped gives a batch built for one KV cache group (addSeq) a table and
-// slots in every group of kv's layout: group g's blocks are group 0's
-// shifted by g·NumBlocks/groups, so each group's layers keep their own
-// blocks (the tables must stay below that stride).
+// grouped is model.SpreadGroups for the tests' hand-made batches.
 func grouped(b *model.Batch, kv *model.KVCache) *model.Batch {
-	groups := kv.Layout.NumGroups()
-	if groups == 1 || len(b.SlotMapping) != len(b.Tokens) {
-		return b
+	out, err := model.SpreadGroups(b, kv)
+	if err != nil {
+		panic(err)
 	}
-	stride := int32(kv.NumBlocks / groups)
-	out := *b
-	out.SlotMapping, out.BlockTables = slices.Clone(b.SlotMapping), slices.Clone(b.BlockTables)
-	for g := 1; g < groups; g++ {
-		off := int32(g) * stride
-		for _, sl := range b.SlotMapping {
-			if sl >= 0 {
-				sl += off * int32(kv.BlockSize)
-			}
-			out.SlotMapping = append(out.SlotMapping, sl)
-		}
-		for _, t := range b.BlockTables {
-			shifted := make([]int32, len(t))
-			for i, id := range t {
-				if id >= stride {
-					panic(fmt.Sprintf("block %d beyond the %d blocks of a group", id, stride))
-				}
-				shifted[i] = id + off
-			}
-			out.BlockTables = append(out.BlockTables, shifted)
-		}
-	}
-	return &out
+	return out
 }
 
 // decoder runs one sequence: the prompt is prefilled in one batch, then
