@@ -56,6 +56,8 @@ type Config struct {
 	// every step to the other ranks, which run Follow (see tp.go). nil: one
 	// process.
 	TensorParallel dist.Comm
+	// Speculative is speculative decoding (--speculative-config); nil: off.
+	Speculative *SpeculativeConfig
 }
 
 // loadOptions are the model.LoadOptions of c.
@@ -108,6 +110,11 @@ const MaxBlockSize = 1024
 
 // validate checks the fields that do not depend on the model.
 func (c *Config) validate() error {
+	if c.Speculative != nil {
+		if err := c.Speculative.resolve(); err != nil {
+			return fmt.Errorf("--speculative-config: %w", err)
+		}
+	}
 	switch {
 	case c.Model == "":
 		return fmt.Errorf("--model: a GGUF file path is required")

@@ -57,6 +57,8 @@ type Engine struct {
 	masks   maskTimes // this step's mask computations
 	stats   Stats
 	snap    atomic.Pointer[Stats]
+	spec    proposer // speculative decoding's proposer; nil: off
+	draft   []int32  // scratch: one sequence's proposals
 	onStep  func(StepInfo)
 }
 
@@ -138,6 +140,13 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 		runner: runner.New(m, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64),
 		compiled: compiledCache{limit: 8}}
+	switch sc := cfg.Speculative; {
+	case sc == nil:
+	case sc.Method == "ngram":
+		e.spec = ngramProposer{min: sc.PromptLookupMin, max: sc.PromptLookupMax}
+	case sc.Method == "suffix":
+		e.spec = newSuffixProposer(sc)
+	}
 	e.publishStats()
 	return e, nil
 }
@@ -305,6 +314,7 @@ func (e *Engine) Step() error {
 // can never run are finished, first schedulings stamped.
 func (e *Engine) schedule() (*sched.Output, error) {
 	e.masks = maskTimes{}
+	e.propose()
 	out, err := e.sched.Schedule()
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 			continue // finished earlier in this step (a failed fork)
 		}
 		rw := rows[i]
-		if r.group.AllLogits && rw.Count > 0 {
+		if r.group.AllLogits && sq.NumSpec == 0 && rw.Count > 0 {
 			e.promptLogprobs(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
 		}
 		if !sq.Sample || rw.Count == 0 {
@@ -33,6 +33,10 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 		row := logits[(rw.First+rw.Count-1)*vocab : (rw.First+rw.Count)*vocab]
 		if len(touched) == 0 || touched[len(touched)-1] != r {
 			touched = append(touched, r)
+		}
+		if sq.NumSpec > 0 {
+			e.verify(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
+			continue
 		}
 		if r.beam != nil {
 			st := r.seqs[sq.Seq]
@@ -195,6 +199,9 @@ func (e *Engine) finishSeq(r *request, q *sched.Sequence, st *outputState, reaso
 	st.delta.FinishReason, st.delta.StopReason = reason, why
 	st.hasDelta = true
 	e.sched.FinishSeq(q)
+	if e.spec != nil {
+		e.spec.finished(q.Tokens, q.NumPromptTokens)
+	}
 }
 
 func (r *request) allFinished() bool {

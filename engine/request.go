@@ -52,6 +52,7 @@ type outputState struct {
 	thinking bool             // the grammar waits for the output to end with params.ReasoningEnd
 	delta    CompletionOutput
 	hasDelta bool
+	prop     proposerState // speculative decoding's state of the sequence
 }
 
 // ErrPromptTooLong refuses a prompt that leaves no room within the model length.

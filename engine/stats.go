@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"pagoda/kvcache"
@@ -75,6 +76,15 @@ type Stats struct {
 	GenerationTokens          int64
 	Steps                     int64
 	LastStep                  time.Time
+	Spec                      SpecStats
+}
+
+// SpecStats count speculative decoding's work (vLLM's spec_decode
+// metrics): drafts verified, tokens proposed, tokens accepted, and the
+// accepted ones by their position in the draft.
+type SpecStats struct {
+	Drafts, DraftTokens, Accepted int64
+	AcceptedPerPos                []int64
 }
 
 // Stats returns the latest published statistics (safe from any goroutine).
@@ -88,6 +98,7 @@ func (e *Engine) publishStats() {
 	s.Prefix = e.blocks.Stats()
 	s.Preemptions, s.SwapOuts = e.sched.NumPreemptions, e.sched.NumSwapOuts
 	s.LastStep = time.Now()
+	s.Spec.AcceptedPerPos = slices.Clone(e.stats.Spec.AcceptedPerPos)
 	e.snap.Store(&s)
 }
 

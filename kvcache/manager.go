@@ -93,6 +93,7 @@ type seqState struct {
 	tables    [][]int32 // per group: logical block → physical block id (host pool when onHost), or NullBlock
 	chain     []link    // per group: the hash chain the next full block continues
 	numTokens int       // tokens with a reserved slot
+	spec      int       // of them, trailing proposals not yet settled (AppendSpeculative)
 	onHost    bool
 }
 

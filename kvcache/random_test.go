@@ -182,6 +182,50 @@ func (w *workload) appendSlots() {
 	w.writeKV(id, from)
 }
 
+// speculate appends a token and proposals (speculative decoding), checks
+// the invariants with them pending (a block holding a proposal is never
+// hashed), and settles a random number of them, or frees the sequence.
+func (w *workload) speculate() {
+	ids := w.pick(1, false)
+	if len(ids) == 0 {
+		return
+	}
+	id, k := ids[0], 1+w.rng.IntN(w.m.BlockSize()+3)
+	toks := w.randTokens(1 + k)
+	s := w.seqs[id]
+	base := len(s.tokens) + 1
+	can := w.m.CanAppend(id, 1+k)
+	var err error
+	w.copies, err = w.m.AppendSpeculative(id, toks, k, w.copies[:0])
+	if !w.agree("speculate", can, err, ErrNoFreeBlocks) {
+		return
+	}
+	for _, c := range w.copies {
+		w.kv.copyBlock(w.kv.dev, c.Dst, w.kv.dev, c.Src)
+	}
+	from := len(s.tokens)
+	s.push(toks)
+	w.writeKV(id, from)
+	if err := w.m.CheckInvariants(); err != nil {
+		w.t.Fatalf("with proposals pending: %v", err)
+	}
+	if w.rng.IntN(4) == 0 { // the sequence ends on a proposal: freed unsettled
+		if err := w.m.Free(id); err != nil {
+			w.t.Fatalf("Free: %v", err)
+		}
+		delete(w.seqs, id)
+		w.counts["speculate freed"]++
+		return
+	}
+	keep := base + w.rng.IntN(k+1)
+	if err := w.m.Settle(id, keep); err != nil {
+		w.t.Fatalf("Settle: %v", err)
+	}
+	s.tokens, s.kv = s.tokens[:keep], s.kv[:keep]
+	s.first = from
+	w.counts["speculate"]++
+}
+
 func (w *workload) fork() {
 	ids := w.pick(1, w.rng.IntN(4) == 0)
 	if len(ids) == 0 {
@@ -321,7 +365,7 @@ func TestRandomWorkload(t *testing.T) {
 					}
 					w.run(steps)
 					w.drain()
-					for _, op := range []string{"allocate", "allocate refused", "append", "append refused", "copy", "fork", "free", "swap out", "swap in"} {
+					for _, op := range []string{"allocate", "allocate refused", "append", "append refused", "copy", "fork", "free", "swap out", "swap in", "speculate"} {
 						if w.counts[op] == 0 && (op != "copy" || bs > 1) { // a block of 1 is never partial
 							t.Errorf("no %q in %d steps: %v", op, steps, w.counts)
 						}
@@ -346,7 +390,8 @@ func (w *workload) run(steps int) {
 		do     func()
 	}{
 		{"allocate", 22, w.allocate},
-		{"append", 38, w.appendSlots},
+		{"append", 30, w.appendSlots},
+		{"speculate", 8, w.speculate},
 		{"fork", 9, w.fork},
 		{"free", 14, w.free},
 		{"swap out", 7, func() { w.swap(true) }},

@@ -185,9 +185,28 @@ func (m *Manager) CanAppend(seqID int64, n int) bool {
 //	AppendSlots(1, "z"): 5 → 8, Copy{5, 8}
 //	after:  seq 1 [3, 8|x y z .]   seq 2 [3, 5]     5 ref 1, 8 ref 1
 func (m *Manager) AppendSlots(seqID int64, tokens []int32, copies []Copy) ([]Copy, error) {
+	return m.appendSlots(seqID, tokens, 0, copies)
+}
+
+// AppendSpeculative is AppendSlots for tokens whose last numSpec are
+// proposals (speculative decoding) that the step verifies: their slots are
+// reserved, but a block holding one is not hashed, so the prefix cache
+// never serves a proposal. Settle must follow, after the step, before any
+// other call on the sequence but Free.
+func (m *Manager) AppendSpeculative(seqID int64, tokens []int32, numSpec int, copies []Copy) ([]Copy, error) {
+	if numSpec < 0 || numSpec > len(tokens) {
+		return copies, fmt.Errorf("%w: %d proposals among %d tokens", ErrPositionOutOfRange, numSpec, len(tokens))
+	}
+	return m.appendSlots(seqID, tokens, numSpec, copies)
+}
+
+func (m *Manager) appendSlots(seqID int64, tokens []int32, numSpec int, copies []Copy) ([]Copy, error) {
 	st, err := m.lookup(seqID, false)
 	if err != nil {
 		return copies, err
+	}
+	if st.spec > 0 {
+		return copies, fmt.Errorf("%w: sequence %d has %d proposals to settle", ErrPositionOutOfRange, seqID, st.spec)
 	}
 	need, cow := m.appendNeed(st, len(tokens))
 	if need > m.device.numFree {
@@ -208,8 +227,48 @@ func (m *Manager) AppendSlots(seqID int64, tokens []int32, copies []Copy) ([]Cop
 		st.tables[g][k] = dst
 		copies = append(copies, Copy{Src: src, Dst: dst})
 	}
-	m.write(st, tokens)
+	m.writeSealing(st, tokens, len(tokens)-numSpec)
+	st.spec = numSpec
 	return copies, nil
+}
+
+// Settle ends a speculative step of seqID: the first keep of its tokens
+// stand (the verified proposals among them), the slots after them are
+// given back (blocks they alone filled are released), and the blocks the
+// kept tokens fill are hashed as AppendSlots would have. keep must lie
+// between the tokens before the proposals and all of them.
+//
+//	BlockSize 4, "a b c" computed, AppendSpeculative("d" + proposals "e f g h", 4)
+//	table [5|a b c d|, 8|e f g h|]   5 hashed (d is no proposal), 8 not
+//	Settle(6): "e f" verified → [5|a b c d|, 8|e f . .|], 8 stays partial
+func (m *Manager) Settle(seqID int64, keep int) error {
+	st, err := m.lookup(seqID, false)
+	if err != nil {
+		return err
+	}
+	base := st.numTokens - st.spec
+	if keep < base || keep > st.numTokens {
+		return fmt.Errorf("%w: keep %d of sequence %d, %d tokens before %d proposals", ErrPositionOutOfRange, keep, seqID, base, st.spec)
+	}
+	p := m.device
+	nb := m.blocksFor(keep)
+	for g := range m.windows {
+		t := st.tables[g]
+		for i := len(t) - 1; i >= nb; i-- {
+			p.release(t[i])
+		}
+		t = t[:nb]
+		st.tables[g] = t
+		if nb > 0 {
+			b := &p.blocks[t[nb-1]]
+			b.numTokens = int32(keep - (nb-1)*m.blockSize)
+		}
+		for i := base / m.blockSize; i < keep/m.blockSize; i++ {
+			m.seal(g, t[i], &st.chain[g])
+		}
+	}
+	st.numTokens, st.spec = keep, 0
+	return nil
 }
 
 // slide releases, in each sliding-window group, the blocks no query from
@@ -227,10 +286,15 @@ func (m *Manager) slide(st *seqState) {
 // write stores tokens after st's last token in every group, taking blocks
 // from the free head as needed and sealing each block it fills. The caller
 // checked that enough blocks are free and that no last block is shared.
-func (m *Manager) write(st *seqState, tokens []int32) {
+func (m *Manager) write(st *seqState, tokens []int32) { m.writeSealing(st, tokens, len(tokens)) }
+
+// writeSealing is write that seals only the blocks ending within the first
+// sealable tokens (the others hold a proposal: Settle seals them).
+func (m *Manager) writeSealing(st *seqState, tokens []int32, sealable int) {
 	p := m.device
+	limit := st.numTokens + sealable
 	for g := range m.windows {
-		rest := tokens
+		rest, pos := tokens, st.numTokens
 		for len(rest) > 0 {
 			k := len(st.tables[g])
 			if k == 0 || int(p.blocks[st.tables[g][k-1]].numTokens) == m.blockSize {
@@ -241,8 +305,8 @@ func (m *Manager) write(st *seqState, tokens []int32) {
 			b := &p.blocks[id]
 			n := copy(p.slots(id)[b.numTokens:], rest)
 			b.numTokens += int32(n)
-			rest = rest[n:]
-			if int(b.numTokens) == m.blockSize {
+			rest, pos = rest[n:], pos+n
+			if int(b.numTokens) == m.blockSize && pos <= limit {
 				m.seal(g, id, &st.chain[g])
 			}
 		}
@@ -294,7 +358,7 @@ func (m *Manager) Free(seqID int64) error {
 		st.tables[g] = t[:0]
 	}
 	delete(m.seqs, seqID)
-	st.numTokens, st.onHost = 0, false
+	st.numTokens, st.spec, st.onHost = 0, 0, false
 	m.spare = append(m.spare, st)
 	return nil
 }

@@ -263,3 +263,45 @@ func TestCanAllocate(t *testing.T) {
 		t.Fatalf("AllocNever.String() = %q", s)
 	}
 }
+
+// TestSpeculativeSlots: proposals get slots but never enter the prefix
+// cache; Settle keeps the verified ones (their blocks hashed then) and
+// gives the rejected ones' blocks back.
+func TestSpeculativeSlots(t *testing.T) {
+	m := newManager(t, Config{BlockSize: 4, NumBlocks: 16, EnablePrefixCaching: true})
+	if _, err := m.Allocate(1, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	// "4" is the sampled token; 5 6 7 8 9 are proposals.
+	if _, err := m.AppendSpeculative(1, []int32{4, 5, 6, 7, 8, 9}, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.BlockTable(1)); n != 3 {
+		t.Fatalf("%d blocks for 9 tokens", n)
+	}
+	if got := m.NumCachedTokens([]int32{1, 2, 3, 4, 5, 6, 7, 8, 0}); got != 4 {
+		t.Fatalf("the cache serves %d tokens; only the first block holds no proposal", got)
+	}
+	if _, err := m.AppendSlots(1, []int32{10}, nil); err == nil {
+		t.Fatal("appended with proposals unsettled")
+	}
+	free := m.NumFreeBlocks()
+	if err := m.Settle(1, 6); err != nil { // 5 verified, 6 rejected
+		t.Fatal(err)
+	}
+	if n, _ := m.NumTokens(1); n != 6 || len(m.BlockTable(1)) != 2 || m.NumFreeBlocks() != free+1 {
+		t.Fatalf("after Settle: %d tokens, %d blocks, %d free (was %d)", n, len(m.BlockTable(1)), m.NumFreeBlocks(), free)
+	}
+	if _, err := m.AppendSlots(1, []int32{7, 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.NumCachedTokens([]int32{1, 2, 3, 4, 5, 6, 7, 8, 0}); got != 8 {
+		t.Fatalf("the cache serves %d tokens, want the 8 now computed", got)
+	}
+	if err := m.Settle(1, 3); err == nil {
+		t.Fatal("Settle without proposals pending, before the verified tokens, accepted")
+	}
+	if err := m.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}

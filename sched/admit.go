@@ -149,7 +149,7 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 		q.NumComputedTokens = got
 		q.Status = StatusRunning
 		if k := cached + n - got; k > 0 {
-			s.record(g, q, got, k)
+			s.record(g, q, got, k, 0)
 			left -= k
 		}
 	}

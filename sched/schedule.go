@@ -33,6 +33,11 @@ func (s *Scheduler) Schedule() (*Output, error) {
 	if err := s.out.Step.fill(s.out.Seqs, s.kv); err != nil {
 		return nil, err
 	}
+	for _, g := range s.running {
+		for _, q := range g.Seqs {
+			q.Spec = q.Spec[:0]
+		}
+	}
 	s.out.Step.Split = s.split.Split(&s.out.Step, s.cfg.DBO, s.kv.BlockSize())
 	for _, sq := range s.out.Seqs {
 		sq.Seq.NumComputedTokens += sq.NumTokens
@@ -78,23 +83,29 @@ func (s *Scheduler) onlyHolder(g *Group) bool {
 }
 
 // want is how many tokens q computes this step given the remaining budget:
-// all it has left, within the budget and LongPrefillTokenThreshold.
-func (s *Scheduler) want(q *Sequence, budget int) int {
+// all it has left, within the budget and LongPrefillTokenThreshold; a
+// decoding sequence with proposals adds as many of them as the budget
+// leaves room for (spec of the tokens).
+func (s *Scheduler) want(q *Sequence, budget int) (n, spec int) {
 	if q.Status == StatusFinished {
-		return 0
+		return 0, 0
 	}
-	n := q.NumTokens() - q.NumComputedTokens
+	n = q.NumTokens() - q.NumComputedTokens
+	if n == 1 && len(q.Spec) > 0 && budget > 1 {
+		spec = min(len(q.Spec), budget-1)
+		return 1 + spec, spec
+	}
 	if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
 		n = min(n, t)
 	}
-	return min(n, budget)
+	return min(n, budget), 0
 }
 
 // blocksNeeded bounds the free blocks runGroup(g, budget) takes.
 func (s *Scheduler) blocksNeeded(g *Group, budget int) int {
 	need := 0
 	for _, q := range g.Seqs {
-		n := s.want(q, budget)
+		n, _ := s.want(q, budget)
 		if n <= 0 {
 			continue
 		}
@@ -111,25 +122,27 @@ func (s *Scheduler) blocksNeeded(g *Group, budget int) int {
 // runGroup reserves slots for g's tokens of this step and records them.
 func (s *Scheduler) runGroup(g *Group, budget *int) error {
 	for _, q := range g.Seqs {
-		n := s.want(q, *budget)
+		n, spec := s.want(q, *budget)
 		if n <= 0 {
 			continue
 		}
 		start := q.NumComputedTokens
+		q.Tokens = append(q.Tokens, q.Spec[:spec]...)
 		var err error
-		s.out.Step.Copies, err = s.kv.AppendSlots(q.ID, q.Tokens[start:start+n], s.out.Step.Copies)
+		s.out.Step.Copies, err = s.kv.AppendSpeculative(q.ID, q.Tokens[start:start+n], spec, s.out.Step.Copies)
 		if err != nil {
+			q.Tokens = q.Tokens[:len(q.Tokens)-spec]
 			return fmt.Errorf("sched: request %s: %w", g.RequestID, err)
 		}
-		s.record(g, q, start, n)
+		s.record(g, q, start, n, spec)
 		*budget -= n
 	}
 	return nil
 }
 
-func (s *Scheduler) record(g *Group, q *Sequence, start, n int) {
+func (s *Scheduler) record(g *Group, q *Sequence, start, n, spec int) {
 	s.out.Seqs = append(s.out.Seqs, ScheduledSeq{
-		Group: g, Seq: q, Start: start, NumTokens: n,
+		Group: g, Seq: q, Start: start, NumTokens: n, NumSpec: spec,
 		Sample: start+n == q.NumTokens(),
 	})
 	s.out.NumBatchedTokens += n

@@ -118,6 +118,10 @@ type ScheduledSeq struct {
 	Start     int
 	NumTokens int
 	Sample    bool // the chunk reaches the end of Tokens: sample the next token
+	// NumSpec of the NumTokens are proposals (speculative decoding): the
+	// last NumSpec tokens, appended to Seq.Tokens for the step; every row
+	// returns logits, and the engine calls Settle after verifying them.
+	NumSpec int
 }
 
 // Output is one step's plan: the engine's view (Seqs, with the groups and
@@ -231,6 +235,24 @@ func (s *Scheduler) FinishSeq(q *Sequence) {
 		_ = s.kv.Free(q.ID) // cannot fail for a known sequence
 	}
 	q.Status = StatusFinished
+}
+
+// Settle ends the verification of q's proposals after its step, once the
+// engine has taken the NumSpec proposals the step appended off Tokens (and
+// appended what it sampled): the KV slots of the rejected proposals are
+// given back, and q counts start + 1 + accepted tokens as computed (the
+// verified proposals' KV stays). It does nothing to a finished sequence
+// (its blocks are already freed).
+func (s *Scheduler) Settle(q *Sequence, sq ScheduledSeq, accepted int) error {
+	if sq.NumSpec == 0 {
+		return nil
+	}
+	if q.Status == StatusFinished {
+		return nil
+	}
+	keep := sq.Start + sq.NumTokens - sq.NumSpec + accepted
+	q.NumComputedTokens = keep
+	return s.kv.Settle(q.ID, keep)
 }
 
 // Remove drops a finished group from the running queue at once (Schedule

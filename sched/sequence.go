@@ -36,6 +36,12 @@ type Sequence struct {
 	NumPromptTokens   int
 	NumComputedTokens int
 	Status            Status
+	// Spec are proposed next tokens (speculative decoding) for the next
+	// step to verify, set by the engine while the sequence decodes. A step
+	// that schedules them appends them to Tokens (ScheduledSeq.NumSpec);
+	// the engine takes them off again with Settle once it has verified
+	// them. Schedule clears Spec.
+	Spec []int32
 }
 
 // NumTokens is the prompt plus output length.

@@ -83,8 +83,9 @@ const (
 	// FlagSample: the chunk reaches the end of the sequence's tokens, its
 	// last row samples the next token.
 	FlagSample SeqFlags = 1 << iota
-	// FlagAllLogits: the group wants the logits of every computed position
-	// (prompt logprobs); such a step runs from a prefill plan.
+	// FlagAllLogits: the logits of every computed position are wanted
+	// (prompt logprobs, or proposals to verify); such a step runs from a
+	// prefill plan.
 	FlagAllLogits
 
 	flagsKnown = FlagSample | FlagAllLogits
@@ -147,7 +148,7 @@ func (s *Step) fill(seqs []ScheduledSeq, kv *kvcache.Manager) error {
 		}
 		var f SeqFlags
 		switch {
-		case sq.Group.AllLogits:
+		case sq.Group.AllLogits || sq.NumSpec > 0:
 			f |= FlagAllLogits
 			for i := range int32(sq.NumTokens) {
 				s.LogitIndices = append(s.LogitIndices, row+i)

@@ -119,7 +119,39 @@ func newMetrics(reg prometheus.Registerer, e *engine.Engine, modelName string) *
 	}
 	registerStateMetrics(reg, e, labels)
 	registerCacheConfig(reg, e, labels)
+	registerSpecMetrics(reg, e, labels)
 	return m
+}
+
+// registerSpecMetrics exposes vLLM's speculative-decoding counters when
+// speculation is on: drafts verified, tokens proposed and accepted, and
+// the accepted ones by position in the draft.
+func registerSpecMetrics(reg prometheus.Registerer, e *engine.Engine, labels prometheus.Labels) {
+	sc := e.Config().Speculative
+	if sc == nil {
+		return
+	}
+	counter := func(name, help string, l prometheus.Labels, f func(engine.SpecStats) float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: l},
+			func() float64 { return f(e.Stats().Spec) }))
+	}
+	counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", labels,
+		func(s engine.SpecStats) float64 { return float64(s.Drafts) })
+	counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", labels,
+		func(s engine.SpecStats) float64 { return float64(s.DraftTokens) })
+	counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", labels,
+		func(s engine.SpecStats) float64 { return float64(s.Accepted) })
+	for pos := range sc.NumSpeculativeTokens {
+		l := maps.Clone(labels)
+		l["position"] = strconv.Itoa(pos)
+		counter("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", l,
+			func(s engine.SpecStats) float64 {
+				if pos < len(s.AcceptedPerPos) {
+					return float64(s.AcceptedPerPos[pos])
+				}
+				return 0
+			})
+	}
 }
 
 // registerStateMetrics exposes the engine's gauges and counters, read at

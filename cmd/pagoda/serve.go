@@ -27,6 +27,7 @@ import (
 // one. Each can also be set by the environment variable PAGODA_<NAME>
 // (server.EnvName); the command line wins.
 type serveFlags struct {
+	speculative                       string // --speculative-config JSON
 	model, host, apiKey               string
 	servedNames                       nameList
 	port, maxModelLen, maxNumSeqs     int
@@ -69,6 +70,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", d.EnablePrefixCaching, "reuse the KV blocks of shared prompt prefixes")
 	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")
+	fs.StringVar(&f.speculative, "speculative-config", "", `speculative decoding as JSON, e.g. {"method": "ngram", "num_speculative_tokens": 5} `+
+		`or {"method": "suffix"}; outputs stay those of plain decoding (docs/speculative-decoding.md)`)
 	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer key on the API")
 	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 when their sequences (each prompt × max(n, best_of)) would take the waiting ones past this many (0 = no limit)")
@@ -202,6 +205,13 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack, cfg.DBO = f.enforceEager, f.bucketing, f.noRepack, f.dbo
 	cfg.Bucketing.PrefixCaching = cfg.EnablePrefixCaching // vllm-gaudi reads vLLM's flag; buckets do not depend on it
 	cfg.ExactArithmetic = f.exact
+	if f.speculative != "" {
+		sc, err := engine.ParseSpeculativeConfig(f.speculative)
+		if err != nil {
+			return cfg, server.Options{}, err
+		}
+		cfg.Speculative = sc
+	}
 	dtype := f.kvDtype
 	if dtype == "auto" {
 		dtype = "f16"

@@ -32,7 +32,7 @@ func serveHelpGroups() []flagGroup {
 			lines: flagLines("enable-auto-tool-choice", "tool-call-parser", "reasoning-parser")},
 		{key: "scheduler", vllm: "SchedulerConfig", title: "Scheduler", lines: flagLines("max-num-seqs",
 			"max-num-batched-tokens", "long-prefill-token-threshold", "max-num-partial-prefills",
-			"max-long-partial-prefills", "preemption-mode")},
+			"max-long-partial-prefills", "preemption-mode", "speculative-config")},
 		{key: "cache", vllm: "CacheConfig", title: "KV cache", lines: flagLines("block-size", "kv-cache-memory",
 			"num-gpu-blocks-override", "swap-space", "kv-cache-dtype", "enable-prefix-caching no-enable-prefix-caching")},
 		{key: "parallel", vllm: "ParallelConfig", title: "Parallelism", lines: flagLines("tensor-parallel-size",

@@ -64,8 +64,6 @@ var vllmFlags = []vllmFlag{
 		meaning: "GPU weights offloaded to CPU memory"},
 	{name: "enable-lora", refuse: "LoRA adapters are not implemented", meaning: "serve LoRA adapters"},
 	{name: "lora-modules", value: true, refuse: "LoRA adapters are not implemented", meaning: "LoRA adapters to serve"},
-	{name: "speculative-config", value: true, refuse: "speculative decoding is not implemented",
-		meaning: "speculative decoding"},
 	{name: "limit-mm-per-prompt", value: true, refuse: "multimodal inputs are not implemented",
 		meaning: "images, audio or video per prompt"},
 	{name: "ssl-keyfile", value: true, refuse: "TLS is not implemented; put a TLS proxy in front",
