@@ -32,10 +32,10 @@ type SpeculativeConfig struct {
 	// and verifying proposals would cost its sequences compute. 0: 8.
 	DisableByBatchSize int `json:"disable_by_batch_size"`
 	// Suffix decoding (Arctic Inference's parameters, as vLLM names them).
-	SuffixMaxTreeDepth       int     `json:"suffix_decoding_max_tree_depth"`
-	SuffixMaxCachedRequests  int     `json:"suffix_decoding_max_cached_requests"`
-	SuffixMinTokenProb       float64 `json:"suffix_decoding_min_token_prob"`
-	SuffixMaxSpecFactor      float64 `json:"suffix_decoding_max_spec_factor"`
+	SuffixMaxTreeDepth      int     `json:"suffix_decoding_max_tree_depth"`
+	SuffixMaxCachedRequests int     `json:"suffix_decoding_max_cached_requests"`
+	SuffixMinTokenProb      float64 `json:"suffix_decoding_min_token_prob"`
+	SuffixMaxSpecFactor     float64 `json:"suffix_decoding_max_spec_factor"`
 	// Model is a draft model's GGUF (method "draft_model"; not supported yet).
 	Model string `json:"model"`
 	// DisableLogprobs is accepted for vLLM's sake: logprobs are those of
