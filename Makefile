@@ -97,7 +97,7 @@ test: model gemma3 vocab deps fmt-check vet
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
-	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel)' ./engine/ ./cmd/pagoda/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel|TestServeTPRankFaults)' ./engine/ ./cmd/pagoda/
 	$(GO) test -count=1 -race -short -timeout 40m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_KERNELS)' ./kernels/
 	$(GO) test -count=1 -race -short -timeout 10m -run 'Deterministic' ./model/synth/

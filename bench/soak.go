@@ -79,10 +79,15 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	start := time.Now()
 	results := s.run(ctx, rep)
 	rep.DurationS = time.Since(start).Seconds()
+	reqs := make([]soakRequest, len(results))
 	for i, r := range results {
-		rep.add(planRequest(cfg.PlanConfig, i), r)
+		reqs[i] = planRequest(cfg.PlanConfig, i)
+		rep.add(reqs[i], r)
 	}
 	rep.latencies(results)
+	if cfg.StructuredRate > 0 || cfg.HeavyRate > 0 {
+		rep.structured(reqs, results)
+	}
 	st := settle(ctx, s.hc, s.base, cfg.SettleTimeout, 200*time.Millisecond)
 	rep.Gauges, rep.Settled, rep.SettleS, rep.GaugeError = st.Gauges, st.Settled, st.After.Seconds(), st.Err
 	rep.RSS.End = st.Last[rssMetric]

@@ -58,6 +58,10 @@ type soakRequest struct {
 	// mid-stream one.
 	HangupAt     float64
 	HangupChunks int
+
+	// Structured is the kind of its structured-output constraint
+	// (soak_structured.go); "" for none.
+	Structured string
 }
 
 // PlanConfig is what the planner needs of a soak's configuration.
@@ -68,6 +72,11 @@ type PlanConfig struct {
 	MaxPromptWords int      // prompts have 1..MaxPromptWords words
 	HangupRate     float64  // fraction of requests the client hangs up on
 	MalformedRate  float64  // fraction of requests with a malformed body
+	// StructuredRate and HeavyRate are the fractions of well-formed requests
+	// constrained by light structured outputs (small schemas, choices,
+	// regexes) and by heavy ones (soak_structured.go).
+	StructuredRate float64
+	HeavyRate      float64
 	Seed           uint64
 }
 
@@ -76,6 +85,8 @@ func (c PlanConfig) Validate() error {
 	switch {
 	case c.HangupRate < 0 || c.MalformedRate < 0 || c.HangupRate+c.MalformedRate > 1:
 		return fmt.Errorf("hang-up rate %v and malformed rate %v must be ≥ 0 and sum to ≤ 1", c.HangupRate, c.MalformedRate)
+	case c.StructuredRate < 0 || c.HeavyRate < 0 || c.StructuredRate+c.HeavyRate > 1:
+		return fmt.Errorf("structured rate %v and heavy rate %v must be ≥ 0 and sum to ≤ 1", c.StructuredRate, c.HeavyRate)
 	case c.MaxTokens < 1:
 		return fmt.Errorf("max tokens must be ≥ 1, got %d", c.MaxTokens)
 	case c.MaxPromptWords < 1:
@@ -105,7 +116,12 @@ func planRequest(c PlanConfig, i int) soakRequest {
 	if u < c.MalformedRate+c.HangupRate {
 		h = HangupEarly + Hangup(r.IntN(2))
 	}
-	req := planShape(c, r, i, h == HangupMidStream)
+	var req soakRequest
+	if kind, sr := structuredKind(c, i); kind != "" {
+		req = planStructured(c, sr, i, kind, h == HangupMidStream)
+	} else {
+		req = planShape(c, r, i, h == HangupMidStream)
+	}
 	if h == HangupMidStream && !req.Stream {
 		h = HangupEarly // beam search, best_of > n and prompt_logprobs do not stream
 	}

@@ -57,6 +57,9 @@ type SoakReport struct {
 
 	LatencyMs Percentiles `json:"latency_ms"` // completed requests
 
+	// Structured is the structured-output share (nil without one).
+	Structured *StructuredReport `json:"structured_outputs,omitempty"`
+
 	Gauges      map[string]float64 `json:"gauges"`
 	Settled     bool               `json:"gauges_settled"`
 	SettleS     float64            `json:"settle_s"`
@@ -213,6 +216,9 @@ func (r *SoakReport) judge(maxGrowth float64) {
 	}
 	if !r.ServerAlive {
 		fail("the server is not healthy after the soak")
+	}
+	if r.Structured != nil && r.Structured.OverLimitAccepted > 0 {
+		fail("%d structured-output constraints over the limits accepted", r.Structured.OverLimitAccepted)
 	}
 	if maxGrowth > 0 && r.RSS.Growth > maxGrowth {
 		fail("RSS grew ×%.2f after warm-up (limit ×%.2f)", r.RSS.Growth, maxGrowth)

@@ -43,6 +43,13 @@ func (r *SoakReport) WriteText(w io.Writer, verbose bool) {
 	line("%-34s %g", "Preemptions during the soak:", r.Preemptions)
 	line("%-34s p50 %.1f  p90 %.1f  p99 %.1f  max %.1f", "Latency of completed (ms):",
 		r.LatencyMs.P50, r.LatencyMs.P90, r.LatencyMs.P99, r.LatencyMs.Max)
+	if s := r.Structured; s != nil {
+		line("%-34s %v sent, %v completed, %d over-limit accepted", "Structured outputs:", s.Sent, s.Completed, s.OverLimitAccepted)
+		line("%-34s %d; TTFT (streamed) p50 %.1f  p90 %.1f  p99 %.1f  max %.1f", "Bystanders (no constraint), ms:",
+			s.Bystanders, s.BystanderTTFTMs.P50, s.BystanderTTFTMs.P90, s.BystanderTTFTMs.P99, s.BystanderTTFTMs.Max)
+		line("  %-32s p50 %.1f  p90 %.1f  p99 %.1f  max %.1f", "bystander latency:",
+			s.BystanderLatencyMs.P50, s.BystanderLatencyMs.P90, s.BystanderLatencyMs.P99, s.BystanderLatencyMs.Max)
+	}
 	settled := fmt.Sprintf("settled in %.1fs", r.SettleS)
 	if !r.Settled {
 		settled = fmt.Sprintf("NOT settled after %.1fs", r.SettleS)

@@ -72,6 +72,15 @@ type Comm interface {
 	Close() error
 }
 
+// TimeoutSetter is implemented by the Comms whose waits are bounded (MPI,
+// and Local trivially): SetTimeout replaces Options.Timeout for the waits
+// that start after it (0 means DefaultTimeout, negative forever). Tensor
+// parallelism sets it before every step, scaled with the step's size, and
+// before every heartbeat.
+type TimeoutSetter interface {
+	SetTimeout(d time.Duration)
+}
+
 // Request is a nonblocking operation in flight. It is an alias of an
 // unnamed interface type (as model.Request is), so that a Comm is a
 // model.Reducer without dist importing model.

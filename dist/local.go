@@ -1,6 +1,9 @@
 package dist
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Local is the single-rank Comm: rank 0 of 1. Broadcast returns its
 // message, the reductions leave x as it is (the sum over one rank), and
@@ -27,6 +30,9 @@ func (l *Local) Broadcast(msg []byte) ([]byte, error) { return msg, l.err() }
 func (l *Local) AllReduce(x []float32) error          { return l.err() }
 func (l *Local) Progress() error                      { return l.err() }
 func (l *Local) Barrier() error                       { return l.err() }
+
+// SetTimeout does nothing: a single rank never waits.
+func (l *Local) SetTimeout(time.Duration) {}
 
 func (l *Local) IAllReduce(x []float32) (Request, error) {
 	if err := l.err(); err != nil {

@@ -58,6 +58,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -80,7 +81,7 @@ func Init(opts Options) (Comm, error) {
 // threading, progress and failure handling).
 type MPI struct {
 	rank, size int
-	timeout    time.Duration
+	timeout    atomic.Int64 // a time.Duration: bounds every wait (SetTimeout)
 
 	mu      sync.Mutex
 	pending []*mpiRequest // started, not yet seen complete
@@ -106,7 +107,8 @@ func NewMPI(opts Options) (*MPI, error) {
 	if _, set := os.LookupEnv("OMPI_MCA_opal_signal"); !set {
 		os.Setenv("OMPI_MCA_opal_signal", "")
 	}
-	m := &MPI{timeout: opts.timeout(), lenBuf: new([8]byte), finalize: make(chan chan error)}
+	m := &MPI{lenBuf: new([8]byte), finalize: make(chan chan error)}
+	m.SetTimeout(opts.Timeout)
 	ready := make(chan error)
 	go m.mainThread(ready)
 	if err := <-ready; err != nil {
@@ -138,6 +140,9 @@ func (m *MPI) mainThread(ready chan<- error) {
 	}
 	done <- nil
 }
+
+// SetTimeout bounds the waits that start from now on (see TimeoutSetter).
+func (m *MPI) SetTimeout(d time.Duration) { m.timeout.Store(int64(Options{Timeout: d}.timeout())) }
 
 func (m *MPI) Rank() int { return m.rank }
 func (m *MPI) Size() int { return m.size }
@@ -246,8 +251,9 @@ func (r *mpiRequest) complete(err error) {
 func (r *mpiRequest) Wait() error {
 	start := time.Now()
 	var deadline time.Time
-	if r.m.timeout > 0 {
-		deadline = start.Add(r.m.timeout)
+	timeout := time.Duration(r.m.timeout.Load())
+	if timeout > 0 {
+		deadline = start.Add(timeout)
 	}
 	spinUntil := start.Add(waitSpin)
 	sleep := time.Duration(0)
@@ -258,7 +264,7 @@ func (r *mpiRequest) Wait() error {
 		}
 		now := time.Now()
 		if !deadline.IsZero() && now.After(deadline) {
-			return r.m.fail(fmt.Errorf("%w: %s after %v", ErrTimeout, r.call, r.m.timeout))
+			return r.m.fail(fmt.Errorf("%w: %s after %v", ErrTimeout, r.call, timeout))
 		}
 		if now.Before(spinUntil) {
 			runtime.Gosched()

@@ -13,6 +13,12 @@ import (
 // openaiVersion is the OpenAI Python client the test installs.
 const openaiVersion = "3.54.0"
 
+// ollamaVersion is Ollama's Python client TestOllamaEndToEnd installs.
+const ollamaVersion = "0.6.3"
+
+// anthropicVersion is the Anthropic Python client of TestResponsesAndMessagesEndToEnd.
+const anthropicVersion = "2.10.0"
+
 // buildPagoda builds the pagoda binary into the test's temporary directory.
 func buildPagoda(t *testing.T) string {
 	t.Helper()
@@ -85,4 +91,12 @@ func runSetupStep(t *testing.T, why, name string, args ...string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %s %s: %v\n%s", why, name, strings.Join(args, " "), err, out.String())
 	}
+}
+
+// ollamaVenv returns the python of a virtual environment with Ollama's
+// client at ollamaVersion and openai at openaiVersion (see pythonVenv).
+func ollamaVenv(t *testing.T) string {
+	t.Helper()
+	return pythonVenv(t, "ollama-"+ollamaVersion+"-openai-"+openaiVersion, "import ollama, openai",
+		"ollama=="+ollamaVersion, "openai=="+openaiVersion)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"pagoda/bucket"
 	"pagoda/dist"
@@ -56,6 +57,14 @@ type Config struct {
 	// every step to the other ranks, which run Follow (see tp.go). nil: one
 	// process.
 	TensorParallel dist.Comm
+	// TPStepTimeout bounds every wait of a tensor-parallel step on the
+	// other ranks (a broadcast, an all-reduce) plus TPTimeoutPerToken per
+	// token of the step; a wait past it fails the engine (failure.go). 0
+	// means DefaultTPStepTimeout. --tp-step-timeout.
+	TPStepTimeout time.Duration
+	// TPHeartbeat is how often an idle rank 0 checks that every rank
+	// answers (tp.go); 0 means DefaultTPHeartbeat.
+	TPHeartbeat time.Duration
 	// Speculative is speculative decoding (--speculative-config); nil: off.
 	Speculative *SpeculativeConfig
 }

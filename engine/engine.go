@@ -48,10 +48,11 @@ type Engine struct {
 
 	vocabOnce sync.Once
 	vocab     *grammar.Vocab // the tokenizer's vocabulary for grammar masks, built on first use
-	compiled  compiledCache  // recent grammars bound to vocab
+	grammars  *grammarCache  // grammars bound to vocab, compiled on workers (grammars.go)
 
 	// Owned by the loop.
 	reqs    map[string]*request
+	fsmWait map[*request]struct{} // admitted requests waiting for their grammar's compile
 	scratch sample.Scratch
 	mask    []uint64  // (vocab/64) a grammar's token mask, refilled before each constrained draw
 	masks   maskTimes // this step's mask computations
@@ -60,11 +61,14 @@ type Engine struct {
 	spec    proposer // speculative decoding's proposer; nil: off
 	draft   []int32  // scratch: one sequence's proposals
 	onStep  func(StepInfo)
+
+	fail failure // failure.go
 }
 
 type command struct {
-	add   *request
-	abort string
+	add      *request
+	abort    string
+	compiled *grammarEntry // a grammar's compile ended
 }
 
 // New loads the model and tokenizer and sizes the KV cache.
@@ -139,7 +143,8 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 	e := &Engine{cfg: cfg, model: m, file: f, tok: tok, blocks: blocks, sched: s,
 		runner: runner.New(m, ce, runner.Options{Buckets: table, MaxNumSeqs: cfg.MaxNumSeqs}), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{}), reqs: map[string]*request{}, mask: make([]uint64, (mc.VocabSize+63)/64),
-		compiled: compiledCache{limit: 8}}
+		fsmWait: map[*request]struct{}{}}
+	e.grammars = newGrammarCache(grammarCacheBytes, e.compileGrammar, func(ent *grammarEntry) { e.send(command{compiled: ent}) })
 	switch sc := cfg.Speculative; {
 	case sc == nil:
 	case sc.Method == "ngram":
@@ -201,6 +206,10 @@ type Request struct {
 	PromptTokens []int32
 	Params       SamplingParams
 	Priority     int // lower runs first
+	// Pooling, when set, makes it an embedding request (embed.go): its
+	// prompt is pooled into RequestOutput.Embedding and nothing is
+	// generated; Params are ignored.
+	Pooling Pooling
 }
 
 // AddRequest validates r and queues it. The stream delivers its outputs;
@@ -214,6 +223,12 @@ func (e *Engine) AddRequest(r Request) (*Stream, error) {
 	e.queued.Add(req.queued)
 	if !e.send(command{add: req}) {
 		e.queued.Add(-req.queued)
+		if req.fsm != nil {
+			e.grammars.release(req.fsm)
+		}
+		if err := e.Failed(); err != nil {
+			return nil, err
+		}
 		return nil, ErrEngineStopped
 	}
 	return req.stream, nil
@@ -271,6 +286,8 @@ func (e *Engine) drain() {
 	for _, c := range cmds {
 		if c.add != nil {
 			e.admit(c.add)
+		} else if c.compiled != nil {
+			e.grammarDone(c.compiled)
 		} else {
 			e.abort(c.abort)
 		}
@@ -292,19 +309,23 @@ func (e *Engine) inboxLen() int {
 func (e *Engine) Step() error {
 	start := time.Now()
 	e.drain()
+	for !e.started.Load() && e.onlyWaiting() { // the caller steps: wait for a compile to end
+		<-e.wake
+		e.drain()
+	}
 	out, err := e.schedule()
 	if err != nil {
 		return e.failAll(err)
 	}
 	bcast, err := e.broadcastStep(&out.Step)
 	if err != nil {
-		return e.failAll(err)
+		return e.failAll(e.fatal(err))
 	}
 	res, err := e.runner.Execute(&out.Step)
 	if err != nil {
-		return e.failAll(err)
+		return e.failAll(e.fatal(err))
 	}
-	touched := e.process(out, res.Logits, res.Rows)
+	touched := e.process(out, res.Logits, res.Hidden, res.Rows)
 	e.publish(out, res.Stats, bcast, start)
 	e.emitAll(touched)
 	return nil
@@ -335,15 +356,19 @@ func (e *Engine) Start(ctx context.Context) {
 
 func (e *Engine) loop(ctx context.Context) {
 	defer close(e.stopped)
-	var keepalive <-chan time.Time // idle keepalives to the other tensor-parallel ranks
+	var keepalive <-chan time.Time // idle heartbeats with the other tensor-parallel ranks
 	if e.cfg.tpRanks() > 1 {
-		t := time.NewTicker(tpKeepalive)
+		t := time.NewTicker(e.cfg.tpHeartbeat())
 		defer t.Stop()
 		keepalive = t.C
 	}
 	for {
+		if e.Failed() != nil {
+			e.stopFailed()
+			return
+		}
 		e.drain()
-		if len(e.reqs) == 0 {
+		if len(e.reqs) == len(e.fsmWait) { // idle, or every request waits for its grammar
 			e.publishStats() // aborts while idle change the gauges too
 			select {
 			case <-e.wake:

@@ -58,7 +58,10 @@ type RequestOutput struct {
 	Outputs         []CompletionOutput
 	Finished        bool
 	Err             error // the request failed (Finished is true)
-	Metrics         Metrics
+	// Embedding is the pooled hidden state of an embedding request
+	// (Request.Pooling), not normalised; in its final output only.
+	Embedding []float32
+	Metrics   Metrics
 }
 
 // Stream delivers a request's outputs. The engine never blocks on it:
@@ -138,7 +141,7 @@ func merge(all *RequestOutput, d RequestOutput) {
 	outs := all.Outputs
 	*all = RequestOutput{RequestID: d.RequestID, PromptTokenIDs: d.PromptTokenIDs,
 		PromptLogprobs: append(all.PromptLogprobs, d.PromptLogprobs...), NumCachedTokens: d.NumCachedTokens,
-		Finished: d.Finished, Err: d.Err, Metrics: d.Metrics, Outputs: outs}
+		Finished: d.Finished, Err: d.Err, Metrics: d.Metrics, Outputs: outs, Embedding: d.Embedding}
 	all.Outputs = MergeOutputs(all.Outputs, d.Outputs)
 }
 

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
+	"pagoda/grammar"
 	"pagoda/runner"
 	"pagoda/sample"
 	"pagoda/sched"
@@ -14,8 +16,8 @@ import (
 // It returns the requests with news; Step emits their deltas after the
 // step's statistics are published, so a client that sees its output also
 // sees the statistics that include it.
-func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows) []*request {
-	vocab := e.model.Config().VocabSize
+func (e *Engine) process(out *sched.Output, logits, hidden []float32, rows []runner.Rows) []*request {
+	vocab, dim := e.model.Config().VocabSize, e.model.Config().Dim
 	now := time.Now()
 	var touched []*request
 	for i, sq := range out.Seqs {
@@ -24,6 +26,12 @@ func (e *Engine) process(out *sched.Output, logits []float32, rows []runner.Rows
 			continue // finished earlier in this step (a failed fork)
 		}
 		rw := rows[i]
+		if r.embed != nil {
+			if rw.Count > 0 && e.pool(r, sq, hidden[rw.First*dim:(rw.First+rw.Count)*dim], dim) {
+				touched = append(touched, r)
+			}
+			continue
+		}
 		if r.group.AllLogits && sq.NumSpec == 0 && rw.Count > 0 {
 			e.promptLogprobs(r, sq, logits[rw.First*vocab:(rw.First+rw.Count)*vocab], vocab)
 		}
@@ -96,6 +104,9 @@ func (e *Engine) sample(r *request, q *sched.Sequence, row []float32) {
 			}
 			r.seqs[c] = e.newOutputState(r, i)
 			e.sampleOne(r, c, row)
+			if _, live := e.reqs[r.id]; !live {
+				return // a grammar limit ended the request
+			}
 		}
 	}
 	e.sampleOne(r, q, row)
@@ -108,8 +119,12 @@ func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
 	}
 	if st.matcher != nil {
 		t0 := time.Now()
-		st.matcher.FillMask(e.mask)
+		err := st.matcher.TryFillMask(e.mask) // bounded: grammar.MaxStepWork
 		e.masks.add(time.Since(t0))
+		if err != nil {
+			e.finishRequest(r, FinishAbort, fmt.Errorf("structured output: the token mask of step %d: %w", len(q.Output())+1, err))
+			return
+		}
 		st.sampler.Allow(e.mask)
 	}
 	res := st.sampler.SampleWith(&e.scratch, row)
@@ -134,6 +149,10 @@ func (e *Engine) appendToken(r *request, q *sched.Sequence, st *outputState, id 
 	}
 	if st.matcher != nil {
 		if err := st.matcher.Accept(id); err != nil {
+			if grammar.IsLimit(err) {
+				e.finishRequest(r, FinishAbort, fmt.Errorf("structured output: token %d: %w", id, err))
+				return
+			}
 			e.finishSeq(r, q, st, FinishAbort, nil) // the grammar has no continuation in this vocabulary
 			return
 		}
@@ -246,6 +265,9 @@ func (e *Engine) emit(r *request, done bool, err error) {
 	o := RequestOutput{RequestID: r.id, PromptTokenIDs: r.prompt, NumCachedTokens: r.cached,
 		PromptLogprobs: r.promptLP[r.sentLP:], Finished: done, Err: err}
 	r.sentLP = len(r.promptLP)
+	if done && r.embed != nil {
+		o.Embedding = r.embed.vec
+	}
 	streaming := r.beam == nil && r.params.bestOf() == r.params.N
 	switch {
 	case streaming:

@@ -32,7 +32,9 @@ type request struct {
 	suppress []int32            // EOS and stop tokens, suppressed before min_tokens
 	stops    *tokenizer.StopSet // the stop strings' automaton, shared by the sequences
 	queued   int64              // sequences counted in Engine.queued (0 once scheduled or finished)
-	grammar  *grammar.Compiled  // the output constraint bound to the vocabulary; nil: none
+	grammar  *grammar.Compiled  // the output constraint bound to the vocabulary; nil: none (or still compiling)
+	fsm      *grammarEntry      // the grammar being compiled, which the request waits for (grammars.go); nil: none
+	embed    *embedState        // an embedding request (embed.go); nil: generation
 }
 
 // outputState is one sequence's sampling, grammar and detokenization state: what turns its
@@ -62,6 +64,9 @@ func (e *Engine) newID() string { return "req-" + strconv.FormatInt(e.nextID.Add
 
 // newRequest validates r; it reads only immutable engine state.
 func (e *Engine) newRequest(r Request) (*request, error) {
+	if r.Pooling != "" {
+		return e.newEmbedRequest(r)
+	}
 	vocab := e.model.Config().VocabSize
 	p := r.Params
 	if err := p.Validate(vocab); err != nil {
@@ -103,7 +108,9 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 		req.beam = &beamSearch{width: p.bestOf()}
 	}
 	if p.Grammar != nil {
-		req.grammar = e.compiled.get(p.Grammar, e.grammarVocab())
+		if err := e.bindGrammar(req); err != nil {
+			return nil, err
+		}
 	}
 	req.seqs[seq] = e.newOutputState(req, 0)
 	return req, nil
@@ -116,7 +123,7 @@ func (e *Engine) newOutputState(r *request, index int) *outputState {
 		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
 	switch {
-	case r.grammar != nil && len(p.ReasoningEnd) > 0:
+	case p.Grammar != nil && len(p.ReasoningEnd) > 0:
 		st.thinking = true // startGrammar creates the matcher after the reasoning
 	case r.grammar != nil:
 		st.matcher = r.grammar.NewMatcher()
@@ -139,6 +146,10 @@ func (e *Engine) admit(r *request) {
 		return
 	}
 	e.reqs[r.id] = r
+	if r.fsm != nil {
+		e.waitGrammar(r) // scheduled once its grammar is compiled
+		return
+	}
 	e.sched.Add(r.group)
 }
 
@@ -179,6 +190,10 @@ func (e *Engine) finishIgnored(groups []*sched.Group) {
 func (e *Engine) failAll(err error) error {
 	for id, r := range e.reqs {
 		e.sched.Abort(id)
+		if errors.Is(err, ErrEngineFailed) { // already says what failed
+			e.finishRequest(r, FinishAbort, err)
+			continue
+		}
 		e.finishRequest(r, FinishAbort, fmt.Errorf("engine step failed: %w", err))
 	}
 	e.blocks.ResetPrefixCache()
@@ -189,6 +204,7 @@ func (e *Engine) failAll(err error) error {
 // pushes the final output. The scheduler must already have released (or
 // be about to release) the group's blocks.
 func (e *Engine) finishRequest(r *request, reason string, err error) {
+	e.unwaitGrammar(r)
 	for q, st := range r.seqs {
 		if st.finish == "" {
 			e.finishSeq(r, q, st, reason, nil)

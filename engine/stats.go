@@ -92,7 +92,7 @@ func (e *Engine) Stats() Stats { return *e.snap.Load() }
 
 func (e *Engine) publishStats() {
 	s := e.stats
-	s.Running, s.Waiting, s.Swapped = e.sched.NumRunning(), e.sched.NumWaiting(), e.sched.NumSwapped()
+	s.Running, s.Waiting, s.Swapped = e.sched.NumRunning(), e.sched.NumWaiting()+len(e.fsmWait), e.sched.NumSwapped()
 	s.KVUsage = e.blocks.Usage()
 	s.NumBlocks, s.NumHostBlocks = e.NumBlocks()
 	s.Prefix = e.blocks.Stats()

@@ -23,22 +23,69 @@ import (
 //     (sched.Step.AppendBinary, never empty); each rank executes it on its
 //     shard, the all-reduces inside the forward pass keeping the ranks in
 //     lock-step;
-//  3. while idle, every tpKeepalive: a one-byte keepalive, so that the
-//     other ranks' wait for the next step does not time out (dist bounds
-//     every wait) while rank 0 has nothing to run;
+//  3. while idle, every Config.TPHeartbeat: a one-byte heartbeat, after
+//     which every rank takes part in a barrier: rank 0 learns that every
+//     rank still answers (a broadcast from rank 0 can complete without the
+//     receivers), and the other ranks' wait for the next step does not time
+//     out while rank 0 has nothing to run;
 //  4. at Close: an empty message, which ends the other ranks' Follow.
 //
-// A rank that dies makes rank 0's next broadcast or all-reduce fail (dist
-// times out instead of hanging): the step fails its requests with the error.
+// Every wait on the other ranks is bounded (dist): during a step by
+// Config.TPStepTimeout plus TPTimeoutPerToken per token of the step (every
+// rank sets it from the step it runs), between steps by the same base plus
+// the heartbeat period. A rank that hangs (stopped, swapping, deadlocked) or
+// dies makes rank 0's next broadcast, all-reduce or heartbeat fail: the
+// engine marks itself failed (failure.go), its requests end with
+// ErrEngineFailed and the process exits non-zero, ending the job.
 
-// tpKeepalive is how often an idle rank 0 tells the other ranks it is
-// alive; well under dist.DefaultTimeout.
-const tpKeepalive = 10 * time.Second
+// Defaults of the tensor-parallel timeouts.
+const (
+	// DefaultTPStepTimeout is Config.TPStepTimeout when unset.
+	DefaultTPStepTimeout = 30 * time.Second
+	// TPTimeoutPerToken is added to the step timeout per token of the step:
+	// a CPU rank computes its share of a token in well under a millisecond
+	// on the models pagoda runs, so an 8192-token prefill chunk waits up to
+	// 30 s + 82 s.
+	TPTimeoutPerToken = 10 * time.Millisecond
+	// DefaultTPHeartbeat is Config.TPHeartbeat when unset.
+	DefaultTPHeartbeat = 5 * time.Second
+)
 
-// pingRanks sends the keepalive. A failure breaks the Comm: the next step's
-// broadcast reports it to the requests.
+func (c Config) tpStepTimeout(tokens int) time.Duration {
+	base := c.TPStepTimeout
+	if base <= 0 {
+		base = DefaultTPStepTimeout
+	}
+	return base + time.Duration(tokens)*TPTimeoutPerToken
+}
+
+func (c Config) tpHeartbeat() time.Duration {
+	if c.TPHeartbeat <= 0 {
+		return DefaultTPHeartbeat
+	}
+	return c.TPHeartbeat
+}
+
+// setTimeout bounds the comm's next waits, when it can be bounded.
+func setTimeout(c dist.Comm, d time.Duration) {
+	if ts, ok := c.(dist.TimeoutSetter); ok {
+		ts.SetTimeout(d)
+	}
+}
+
+// pingRanks sends the heartbeat and waits for every rank at the barrier. A
+// failure (a rank that does not answer within the step timeout) fails the
+// engine.
 func (e *Engine) pingRanks() {
-	e.cfg.TensorParallel.Broadcast([]byte{0})
+	c := e.cfg.TensorParallel
+	setTimeout(c, e.cfg.tpStepTimeout(0))
+	_, err := c.Broadcast([]byte{0})
+	if err == nil {
+		err = c.Barrier()
+	}
+	if err != nil {
+		e.Fail(fmt.Errorf("tensor parallel: a rank did not answer the heartbeat: %w", err))
+	}
 }
 
 // tpHeaderLen is the size of the cache layout message.
@@ -84,6 +131,7 @@ func (e *Engine) broadcastStep(s *sched.Step) (time.Duration, error) {
 	if e.wire, err = s.AppendBinary(e.wire[:0]); err != nil {
 		return 0, err
 	}
+	setTimeout(e.cfg.TensorParallel, e.cfg.tpStepTimeout(s.NumTokens()))
 	if _, err := e.cfg.TensorParallel.Broadcast(e.wire); err != nil {
 		return 0, fmt.Errorf("tensor parallel: broadcasting the step: %w", err)
 	}
@@ -136,18 +184,23 @@ func Follow(cfg Config, comm dist.Comm) error {
 	r := runner.New(m, ce, runner.Options{})
 	var s sched.Step
 	for {
+		setTimeout(comm, cfg.tpStepTimeout(0)+cfg.tpHeartbeat()) // rank 0 sends a step or a heartbeat by then
 		if msg, err = comm.Broadcast(msg); err != nil {
 			return fmt.Errorf("tensor parallel rank %d: receiving a step: %w", comm.Rank(), err)
 		}
 		switch len(msg) {
 		case 0:
 			return nil
-		case 1:
-			continue // keepalive
+		case 1: // heartbeat
+			if err := comm.Barrier(); err != nil {
+				return fmt.Errorf("tensor parallel rank %d: answering the heartbeat: %w", comm.Rank(), err)
+			}
+			continue
 		}
 		if err := s.UnmarshalBinary(msg); err != nil {
 			return fmt.Errorf("tensor parallel rank %d: %w", comm.Rank(), err)
 		}
+		setTimeout(comm, cfg.tpStepTimeout(s.NumTokens()))
 		if _, err := r.Execute(&s); err != nil {
 			return fmt.Errorf("tensor parallel rank %d: %w", comm.Rank(), err)
 		}

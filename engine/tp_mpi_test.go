@@ -105,7 +105,9 @@ func TestTensorParallelHelperProcess(t *testing.T) {
 		}
 		fmt.Printf("rank %d: FOLLOW OK\n", c.Rank())
 	case scenario == "rank-dies":
-		_, err := generateTP(tpConfig(c))
+		cfg := tpConfig(c)
+		cfg.TPStepTimeout = timeout
+		_, err := generateTP(cfg)
 		if err == nil {
 			t.Fatal("rank 0: generation succeeded without rank 1")
 		}

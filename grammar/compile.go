@@ -55,6 +55,7 @@ type program struct {
 
 type compiler struct {
 	p        *program
+	m        *meter
 	ruleIdx  map[string]int32
 	setIdx   map[byteSet]int32
 	classIdx map[string]int32
@@ -63,8 +64,8 @@ type compiler struct {
 	err      error
 }
 
-func compileRules(rules []rule) (*program, error) {
-	c := &compiler{p: &program{}, ruleIdx: map[string]int32{}, setIdx: map[byteSet]int32{}, classIdx: map[string]int32{}}
+func compileRules(rules []rule, m *meter) (*program, error) {
+	c := &compiler{p: &program{}, m: m, ruleIdx: map[string]int32{}, setIdx: map[byteSet]int32{}, classIdx: map[string]int32{}}
 	for _, r := range rules {
 		c.ruleIdx[r.name] = c.newRule(r.name)
 	}
@@ -87,6 +88,7 @@ func compileRules(rules []rule) (*program, error) {
 			return nil, c.err
 		}
 	}
+	m.charge(3 * len(c.p.elems)) // the two checks below are linear
 	if err := c.p.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
@@ -97,6 +99,9 @@ func compileRules(rules []rule) (*program, error) {
 }
 
 func (c *compiler) newRule(name string) int32 {
+	if len(c.p.alts) >= MaxRules {
+		panic(&LimitError{Limit: "grammar rules", Value: MaxRules})
+	}
 	c.p.alts = append(c.p.alts, nil)
 	c.p.names = append(c.p.names, name)
 	return int32(len(c.p.alts) - 1)
@@ -114,6 +119,7 @@ func (c *compiler) addAlt(r int32, body []elem) {
 		}
 		return
 	}
+	c.m.charge(len(body) + 1)
 	c.p.alts[r] = append(c.p.alts[r], int32(len(c.p.elems)))
 	c.p.elems = append(c.p.elems, body...)
 	c.p.elems = append(c.p.elems, elem{kind: kEnd})
@@ -131,6 +137,7 @@ func (c *compiler) term(s byteSet) elem {
 
 // emit appends the elems of n to out.
 func (c *compiler) emit(n *node, out []elem) []elem {
+	c.m.charge(1)
 	switch n.kind {
 	case nLit:
 		for i := 0; i < len(n.s); i++ {

@@ -96,6 +96,9 @@ func ecmaToRE2(p string, big *[]bigRepeat) (string, error) {
 			continue
 		case c == '{':
 			if lo, hi, n, ok := parseCount(p[i:]); ok {
+				if lo > maxRepeat || hi > maxRepeat {
+					return "", &LimitError{Limit: "regex repetition counts", Value: maxRepeat}
+				}
 				if (lo > 1000 || hi > 1000) && lastAtom >= 0 {
 					out := b.String()
 					b.Reset()

@@ -7,7 +7,7 @@ import (
 )
 
 // maxRepeat bounds the counts of {m,n} (large ones compile to counted repetitions).
-const maxRepeat = maxCount
+const maxRepeat = MaxRegexRepeat
 
 // SyntaxError is a GBNF error at a line and column (both from 1; the column counts bytes).
 type SyntaxError struct {

@@ -10,15 +10,62 @@ import (
 type Grammar struct {
 	rules []rule
 	prog  *program
+	work  int64 // the work units spent building it
+
+	astBytes int // the expression trees' memory (see MemoryBytes)
 }
 
 // newGrammar compiles rules; the start rule is "root".
 func newGrammar(rules []rule) (*Grammar, error) {
-	p, err := compileRules(rules)
+	return newGrammarMeter(rules, newMeter(MaxCompileWork, compileWork))
+}
+
+// newGrammarMeter compiles rules, charging m (whose limit it reports as a *LimitError).
+func newGrammarMeter(rules []rule, m *meter) (g *Grammar, err error) {
+	defer catchLimit(&err)
+	p, err := compileRules(rules, m)
 	if err != nil {
 		return nil, err
 	}
-	return &Grammar{rules: rules, prog: p}, nil
+	return &Grammar{rules: rules, prog: p, work: m.used(), astBytes: astBytes(rules)}, nil
+}
+
+// Work is the work units building g took (see MaxCompileWork).
+func (g *Grammar) Work() int64 { return g.work }
+
+// MemoryBytes estimates the memory g holds: its rules as parsed and as compiled.
+func (g *Grammar) MemoryBytes() int {
+	p := g.prog
+	n := 8*len(p.elems) + 24*len(p.alts) + 32*len(p.sets) + 16*len(p.counts)
+	for _, a := range p.alts {
+		n += 4 * cap(a)
+	}
+	for _, s := range p.names {
+		n += 16 + len(s)
+	}
+	return n + g.astBytes + 128
+}
+
+// astBytes estimates the memory of the rules' expression trees (shared nodes once).
+func astBytes(rules []rule) int {
+	seen := map[*node]bool{}
+	n := 0
+	var walk func(x *node)
+	walk = func(x *node) {
+		if seen[x] {
+			return
+		}
+		seen[x] = true
+		n += 96 + len(x.s) + 4*len(x.ranges) + 8*len(x.kids)
+		for _, k := range x.kids {
+			walk(k)
+		}
+	}
+	for _, r := range rules {
+		n += 40 + len(r.name)
+		walk(r.body)
+	}
+	return n
 }
 
 // String is the grammar in GBNF (for debugging; ParseGBNF reads it back).
@@ -28,6 +75,16 @@ func (g *Grammar) String() string { return formatRules(g.rules) }
 func FromChoice(choices []string) (*Grammar, error) {
 	if len(choices) == 0 {
 		return nil, fmt.Errorf("grammar: choice needs at least one string")
+	}
+	if len(choices) > MaxChoices {
+		return nil, &LimitError{Limit: "choices", Value: MaxChoices}
+	}
+	total := 0
+	for _, s := range choices {
+		total += len(s)
+	}
+	if total > MaxChoiceBytes {
+		return nil, &LimitError{Limit: "bytes of the choices", Value: MaxChoiceBytes}
 	}
 	alts := make([]*node, len(choices))
 	for i, s := range choices {
@@ -56,7 +113,19 @@ func JSONObject() *Grammar { return jsonObject() }
 // that is empty, or call a rule that matches nothing), so that every parse stack can be
 // completed: the mask of a reachable state is never empty. It fails when root matches nothing.
 func (p *program) prune() error {
-	productive := make([]bool, len(p.alts))
+	productive := p.fixpoint(func(e elem) (dead bool, dep int32) {
+		switch e.kind {
+		case kTerm:
+			return p.sets[e.arg].empty(), -1
+		case kRef:
+			return false, e.arg
+		case kCount:
+			if cs := p.counts[e.arg]; cs.min > 0 {
+				return false, cs.unit
+			}
+		}
+		return false, -1
+	})
 	ok := func(a int32) bool {
 		for pos := a; ; pos++ {
 			switch e := p.elems[pos]; e.kind {
@@ -77,14 +146,6 @@ func (p *program) prune() error {
 			}
 		}
 	}
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range p.alts {
-			if !productive[r] && slices.ContainsFunc(alts, ok) {
-				productive[r], changed = true, true
-			}
-		}
-	}
 	if !productive[p.root] {
 		return fmt.Errorf("grammar: matches no string (every alternative of root needs an empty class or an endless rule)")
 	}
@@ -97,21 +158,19 @@ func (p *program) prune() error {
 // checkLeftRecursion fails when a rule can call itself before consuming a byte: expansion
 // would not terminate (a repetition of something that matches the empty string is one case).
 func (p *program) checkLeftRecursion() error {
-	nullable := make([]bool, len(p.alts))
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range p.alts {
-			if nullable[r] {
-				continue
-			}
-			for _, a := range alts {
-				if p.nullablePrefix(a, nullable) < 0 {
-					nullable[r], changed = true, true
-					break
-				}
+	nullable := p.fixpoint(func(e elem) (dead bool, dep int32) {
+		switch e.kind {
+		case kTerm:
+			return true, -1
+		case kRef:
+			return false, e.arg
+		case kCount:
+			if cs := p.counts[e.arg]; cs.min > 0 {
+				return false, cs.unit
 			}
 		}
-	}
+		return false, -1
+	})
 	const (
 		white = iota
 		grey
@@ -177,4 +236,53 @@ func (p *program) nullablePrefix(a int32, nullable []bool) int32 {
 			}
 		}
 	}
+}
+
+// fixpoint is the least set of rules that have an alternative whose every element holds,
+// where elem says of an element whether it never holds (dead) or holds when rule dep does
+// (dep < 0: it holds). A worklist keeps it linear in the program's size (a chain of n rules
+// would take n passes over the program by iterating to the fixpoint).
+func (p *program) fixpoint(elemOf func(e elem) (dead bool, dep int32)) []bool {
+	in := make([]bool, len(p.alts))
+	var altRule, pending []int32
+	users := make([][]int32, len(p.alts)) // per rule: the alternatives waiting for it (once per occurrence)
+	var queue []int32
+	for r, alts := range p.alts {
+		for _, a := range alts {
+			i := int32(len(altRule))
+			altRule = append(altRule, int32(r))
+			n := int32(0)
+			for pos := a; p.elems[pos].kind != kEnd; pos++ {
+				dead, dep := elemOf(p.elems[pos])
+				if dead {
+					n = -1
+					break
+				}
+				if dep >= 0 {
+					n++
+					users[dep] = append(users[dep], i)
+				}
+			}
+			pending = append(pending, n)
+			if n == 0 {
+				queue = append(queue, int32(r))
+			}
+		}
+	}
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if in[r] {
+			continue
+		}
+		in[r] = true
+		for _, i := range users[r] {
+			if pending[i] > 0 {
+				if pending[i]--; pending[i] == 0 {
+					queue = append(queue, altRule[i])
+				}
+			}
+		}
+	}
+	return in
 }

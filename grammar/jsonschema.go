@@ -43,7 +43,8 @@ type schemaOptions struct {
 	draft   draft
 }
 
-func fromJSONSchema(schema []byte, o schemaOptions) (*Grammar, error) {
+func fromJSONSchema(schema []byte, o schemaOptions) (g *Grammar, err error) {
+	defer catchLimit(&err)
 	c, s, err := normalizeSchema(schema, o)
 	if err != nil {
 		return nil, err
@@ -55,8 +56,11 @@ func fromJSONSchema(schema []byte, o schemaOptions) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := newGrammar(rules)
+	g, err = newGrammarMeter(rules, c.m)
 	if err != nil {
+		if IsLimit(err) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("grammar: JSON schema: %w", err)
 	}
 	return g, nil
@@ -65,6 +69,9 @@ func fromJSONSchema(schema []byte, o schemaOptions) (*Grammar, error) {
 // normalizeSchema parses a schema and converts it to the normal form.
 func normalizeSchema(schema []byte, o schemaOptions) (*conv, *sch, error) {
 	root, err := parseJSON(schema)
+	if IsLimit(err) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("grammar: JSON schema is not valid JSON: %w", err)
 	}
@@ -81,7 +88,7 @@ func normalizeSchema(schema []byte, o schemaOptions) (*conv, *sch, error) {
 		}
 	}
 	c := &conv{doc: newSchemaDoc(root, d), strict: o.strict, noExtra: o.noExtra, defs: map[*jvalue]*schDef{}, budget: maxSteps,
-		rx: newRxCache(), deferred: map[deferKey]*schDef{}}
+		rx: newRxCache(), deferred: map[deferKey]*schDef{}, m: newMeter(MaxCompileWork, compileWork)}
 	s, err := c.build(root, "", "#")
 	if err != nil {
 		return nil, nil, err

@@ -16,9 +16,20 @@ type jvalue struct {
 	vals []*jvalue // object values (parallel to keys) or array elements
 	str  string    // string value, or a number's literal text
 	b    bool
+	idx  map[string]int // an object's keys, when it has many (see get)
 }
 
+// indexFrom is the number of keys from which an object indexes them.
+const indexFrom = 16
+
 func (v *jvalue) get(key string) (*jvalue, bool) {
+	if v.idx != nil {
+		i, ok := v.idx[key]
+		if !ok {
+			return nil, false
+		}
+		return v.vals[i], true
+	}
 	for i, k := range v.keys {
 		if k == key {
 			return v.vals[i], true
@@ -46,7 +57,7 @@ const maxJSONDepth = 1000
 
 func decodeValue(d *json.Decoder, depth int) (*jvalue, error) {
 	if depth > maxJSONDepth {
-		return nil, fmt.Errorf("nested more than %d deep", maxJSONDepth)
+		return nil, &LimitError{Limit: "JSON nesting depth", Value: maxJSONDepth}
 	}
 	tok, err := d.Token()
 	if err != nil {
@@ -81,6 +92,14 @@ func decodeValue(d *json.Decoder, depth int) (*jvalue, error) {
 				return nil, err
 			}
 			v.keys, v.vals = append(v.keys, key), append(v.vals, e)
+			if v.idx != nil {
+				v.idx[key] = len(v.keys) - 1
+			} else if len(v.keys) == indexFrom {
+				v.idx = make(map[string]int, 2*indexFrom)
+				for i, k := range v.keys {
+					v.idx[k] = i
+				}
+			}
 		}
 		_, err := d.Token()
 		return v, err
@@ -166,4 +185,37 @@ func jsonEscape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// textBytes is the length of v's JSON text, counted up to a little past limit.
+func (v *jvalue) textBytes(limit int) int {
+	n := 0
+	var walk func(x *jvalue)
+	walk = func(x *jvalue) {
+		if n > limit {
+			return
+		}
+		switch x.kind {
+		case 'o':
+			n += 2
+			for i, k := range x.keys {
+				n += len(k) + 4
+				walk(x.vals[i])
+			}
+		case 'a':
+			n += 2
+			for _, e := range x.vals {
+				n++
+				walk(e)
+			}
+		case 's':
+			n += len(x.str) + 2
+		case 'n':
+			n += len(x.str)
+		default:
+			n += 4
+		}
+	}
+	walk(v)
+	return n
 }

@@ -10,26 +10,51 @@ import (
 // must have (v.Size()+63)/64 words; ids past its end are left out. Once m is terminated the
 // mask holds the end-of-generation tokens only. Masks are cached per state.
 func (m *Matcher) FillMask(mask []uint64) {
+	m.fillMask(mask, unlimited)
+}
+
+// TryFillMask is FillMask within MaxStepWork work units: a mask that needs more is not
+// computed, and the error (a *LimitError) says so; mask is then cleared. The work done
+// stays cached, so a later call costs less.
+func (m *Matcher) TryFillMask(mask []uint64) error {
+	return m.fillMask(mask, MaxStepWork)
+}
+
+func (m *Matcher) fillMask(mask []uint64, limit int64) (err error) {
 	c := m.c
 	if m.terminated {
 		clear(mask)
 		c.setEOG(mask)
-		return
+		return nil
 	}
 	s := c.enter(m)
 	defer c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			clear(mask)
+		}
+	}()
+	defer catchLimit(&err)
+	c.setFuel(limit, stepWork)
+	n := copy(mask, c.maskOf(s, m.CanEnd()))
+	clear(mask[n:])
+	return nil
+}
+
+// maskOf is the mask of state s (canEnd: its stacks include the empty one), computed and
+// cached on first use (c.mu held).
+func (c *Compiled) maskOf(s int32, canEnd bool) []uint64 {
 	st := c.states[s]
 	if st.mask == nil {
 		full := make([]uint64, (len(c.v.pieces)+63)/64)
 		c.walk(0, s, full)
-		if m.CanEnd() {
+		if canEnd {
 			c.setEOG(full)
 		}
 		st.mask = full
 		c.cacheBytes += 8 * len(full)
 	}
-	n := copy(mask, st.mask)
-	clear(mask[n:])
+	return st.mask
 }
 
 func (c *Compiled) setEOG(mask []uint64) {
@@ -55,6 +80,7 @@ func (c *Compiled) walkBulk(n, s int32, mask []uint64) bool {
 		return false
 	}
 	toks := v.toks[v.tokStart[n+1]:v.tokStart[v.subEnd[n]]]
+	c.burn(1 + len(toks)/16)
 	if bt.all && bt.limit >= v.below[n] {
 		for _, t := range toks {
 			mask[t>>6] |= 1 << (t & 63)
@@ -152,6 +178,7 @@ func (c *Compiled) walk(n, s int32, mask []uint64) {
 		return
 	}
 	st := c.states[s]
+	c.burn(int(v.childStart[n+1] - v.childStart[n]))
 	for e := v.childStart[n]; e < v.childStart[n+1]; e++ {
 		ns := st.next[v.edgeByte[e]] - 1
 		if ns == -1 { // unknown
@@ -375,6 +402,7 @@ func (c *Compiled) relaxedID(s int32) int32 {
 
 // takes reports whether the bytes lead somewhere from s.
 func (c *Compiled) takes(s int32, bytes string) bool {
+	c.burn(len(bytes))
 	for i := 0; i < len(bytes) && s >= 0; i++ {
 		s = c.step(s, bytes[i])
 	}

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -85,18 +86,89 @@ type Compiled struct {
 	scratch    []int32
 	absBuf     []int32
 	runBuf     [2][]int32
+
+	// fuel is the work units the current operation may still spend (burn), fuelLimit and
+	// fuelWhat its limit for the error; spent counts every unit burned (Work).
+	fuel, fuelLimit int64
+	fuelWhat        string
+	spent           int64
 }
 
-// Compile binds g to v.
+// unlimited is the fuel of the operations without a budget (FillMask, Compile).
+const unlimited = math.MaxInt64 / 2
+
+// setFuel starts an operation that may spend limit work units (c.mu held).
+func (c *Compiled) setFuel(limit int64, what string) {
+	c.fuel, c.fuelLimit, c.fuelWhat = limit, limit, what
+}
+
+// burn spends n work units; past the operation's budget it panics with a *LimitError (the
+// budgeted entry points recover it). What was computed so far stays valid: the interned
+// frames, the states and their transitions are complete, only the operation's own result
+// (a mask, a new state set) is dropped.
+func (c *Compiled) burn(n int) {
+	c.fuel -= int64(n)
+	c.spent += int64(n)
+	if c.fuel < 0 {
+		panic(&LimitError{Limit: c.fuelWhat, Value: c.fuelLimit})
+	}
+}
+
+// Work is the work units c has spent so far (compiling its start state, masks, accepted
+// tokens), for tests and statistics.
+func (c *Compiled) Work() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spent
+}
+
+// Compile binds g to v, without a limit on its work (see CompileWarm).
 func Compile(g *Grammar, v *Vocab) *Compiled {
-	c := &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{}, internCnt: map[frameKey]int32{},
+	c, _ := compile(g, v, unlimited)
+	return c
+}
+
+// CompileWarm binds g to v within MaxCompileWork work units and computes the start state's
+// token mask, so that a matcher's first mask is a copy: the expensive part of a grammar's
+// first step happens here, where the caller chooses (a worker), not on a step. A grammar
+// that needs more is refused with a *LimitError.
+func CompileWarm(g *Grammar, v *Vocab) (*Compiled, error) {
+	c, err := compile(g, v, MaxCompileWork)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.warm(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// warm computes the start state's mask with what is left of MaxCompileWork.
+func (c *Compiled) warm() (err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer catchLimit(&err)
+	c.setFuel(MaxCompileWork-c.spent, compileWork)
+	c.fuelLimit = MaxCompileWork
+	set := c.init
+	if c.anyCounted(set) {
+		set = c.abstractSet(set)
+	}
+	c.maskOf(c.stateOf(set), len(c.init) > 0 && c.init[0] == 0)
+	return nil
+}
+
+func compile(g *Grammar, v *Vocab, limit int64) (c *Compiled, err error) {
+	c = &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{}, internCnt: map[frameKey]int32{},
 		mark: []uint32{0}, stateIdx: map[string]int32{}, cacheLimit: maxCacheBytes, satur: int32(v.maxLen + 2)}
+	defer catchLimit(&err)
+	c.setFuel(limit, compileWork)
 	c.gen++
 	for _, a := range c.p.alts[c.p.root] {
 		c.init = c.expand(a, 0, 0, c.init)
 	}
 	slices.Sort(c.init)
-	return c
+	return c, nil
 }
 
 func setKey(set []int32) []byte {

@@ -30,7 +30,10 @@ func (m *Matcher) Accept(id int32) error {
 	c := m.c
 	c.enter(m)
 	defer c.mu.Unlock()
-	set, sid, counted, failed := c.run(m, piece)
+	set, sid, counted, failed, err := c.runLimited(m, piece)
+	if err != nil {
+		return err
+	}
 	if failed >= 0 {
 		return fmt.Errorf("grammar: token %d (%q) not allowed here: byte %d does not fit", id, piece, failed)
 	}
@@ -54,8 +57,8 @@ func (m *Matcher) Allows(id int32) bool {
 	c := m.c
 	c.enter(m)
 	defer c.mu.Unlock()
-	_, _, _, failed := c.run(m, v.pieces[id])
-	return failed < 0
+	_, _, _, failed, err := c.runLimited(m, v.pieces[id])
+	return err == nil && failed < 0
 }
 
 // run follows piece's bytes from m's stacks (c locked, m entered): through the cache's
@@ -64,6 +67,14 @@ func (m *Matcher) Allows(id int32) bool {
 // forms instead). It returns the stacks after piece (in c's buffers: copy them), their
 // state (-1 when counted) and whether they are counted, or the index of the byte no stack
 // survives (failed ≥ 0).
+// runLimited is run within MaxStepWork work units.
+func (c *Compiled) runLimited(m *Matcher, piece string) (set []int32, sid int32, counted bool, failed int, err error) {
+	defer catchLimit(&err)
+	c.setFuel(MaxStepWork, stepWork)
+	set, sid, counted, failed = c.run(m, piece)
+	return set, sid, counted, failed, nil
+}
+
 func (c *Compiled) run(m *Matcher, piece string) (set []int32, sid int32, counted bool, failed int) {
 	set, counted, sid = m.set, m.counted, -1
 	if !counted {

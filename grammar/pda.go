@@ -43,6 +43,7 @@ func (c *Compiled) advance(set []int32, b byte, out []int32) []int32 {
 // the empty string.
 func (c *Compiled) expand(pos, parent, cnt int32, out []int32) []int32 {
 	for {
+		c.burn(1)
 		e := c.p.elems[pos]
 		switch e.kind {
 		case kEnd:
@@ -122,6 +123,7 @@ func (c *Compiled) add(id int32, out []int32) []int32 {
 // frame interns the frame (pos, parent, cnt): frames without a counter (nearly all) in a
 // map keyed by one integer, the others in a second map.
 func (c *Compiled) frame(pos, parent, cnt int32) int32 {
+	c.burn(4) // a map access
 	k64 := uint64(pos)<<32 | uint64(uint32(parent))
 	if cnt == 0 {
 		if id, ok := c.intern[k64]; ok {

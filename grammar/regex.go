@@ -107,7 +107,7 @@ func (t regexTranslator) repeat(re *syntax.Regexp) (*node, error) {
 		return nil, err
 	}
 	if lo > maxRepeat || hi > maxRepeat {
-		return nil, t.unsupported(fmt.Sprintf("a repetition count above %d", maxRepeat))
+		return nil, &LimitError{Limit: "regex repetition counts", Value: maxRepeat}
 	}
 	return rep(x, lo, hi), nil
 }

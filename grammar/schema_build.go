@@ -18,6 +18,9 @@ type conv struct {
 	approxs  []string // the approximations made (an error instead when strict)
 	rx       *rxCache
 	deferred map[deferKey]*schDef
+	m        *meter // the compile's work units
+	nodes    int    // subschemas built (MaxSchemaNodes)
+	nest     int    // subschemas being built, one inside the next (MaxSchemaDepth)
 }
 
 // maxSteps bounds the work of normalizing one schema (intersections, negations,
@@ -67,6 +70,7 @@ func (c *conv) approx(path, keyword, why string) error {
 }
 
 func (c *conv) spend(n int) error {
+	c.m.charge(n)
 	c.budget -= n
 	if c.budget < 0 {
 		return fmt.Errorf("grammar: JSON schema too complex (over %d steps combining its parts)", maxSteps)
@@ -79,6 +83,13 @@ func (c *conv) build(v *jvalue, base, path string) (*sch, error) {
 	if err := c.spend(1); err != nil {
 		return nil, err
 	}
+	if c.nodes++; c.nodes > MaxSchemaNodes {
+		return nil, &LimitError{Limit: "schema nodes (subschemas, each $ref counted where it is expanded)", Value: MaxSchemaNodes, Where: shortPath(path)}
+	}
+	if c.nest++; c.nest > MaxSchemaDepth {
+		return nil, &LimitError{Limit: "schema depth", Value: MaxSchemaDepth, Where: shortPath(path)}
+	}
+	defer func() { c.nest-- }()
 	switch v.kind {
 	case 'b':
 		if v.b {
@@ -326,4 +337,12 @@ func stringList(x *jvalue, path string) ([]string, error) {
 // pathJoin appends a JSON pointer token.
 func pathJoin(path, tok string) string {
 	return path + "/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
+}
+
+// shortPath is a JSON pointer for an error message, its middle elided when long.
+func shortPath(p string) string {
+	if len(p) <= 120 {
+		return p
+	}
+	return p[:60] + "…" + p[len(p)-60:]
 }

@@ -2,6 +2,9 @@ package grammar
 
 import (
 	"math/big"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // schKind is the kind of a normalized schema.
@@ -143,22 +146,75 @@ func objAtom(o *objSch) *sch { return &sch{kind: sObj, obj: o} }
 // litSch is the schema of exactly the values vs (sNone when there are none).
 func litSch(vs []*jvalue) *sch {
 	var out []*jvalue
-	for _, v := range vs {
-		dup := false
-		for _, w := range out {
-			if jsonEqualValues(v, w) {
-				dup = true
-				break
+	if len(vs) > 8 { // by canonical key: linear (comparing each with each is quadratic)
+		seen := make(map[string]bool, len(vs))
+		var b strings.Builder
+		for _, v := range vs {
+			b.Reset()
+			canonKey(v, &b)
+			if k := b.String(); !seen[k] {
+				seen[k] = true
+				out = append(out, v)
 			}
 		}
-		if !dup {
-			out = append(out, v)
+	} else {
+		for _, v := range vs {
+			dup := false
+			for _, w := range out {
+				if jsonEqualValues(v, w) {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, v)
+			}
 		}
 	}
 	if len(out) == 0 {
 		return noneSch
 	}
 	return &sch{kind: sLit, lits: out}
+}
+
+// canonKey writes a key of v that two values share exactly when jsonEqualValues: numbers
+// by value, object keys sorted.
+func canonKey(v *jvalue, b *strings.Builder) {
+	b.WriteByte(v.kind)
+	switch v.kind {
+	case 'n':
+		if r, ok := ratOf(v); ok {
+			b.WriteString(r.RatString())
+		} else {
+			b.WriteByte('!')
+			b.WriteString(v.str)
+		}
+	case 's':
+		b.WriteString(strconv.Quote(v.str))
+	case 'b':
+		b.WriteString(strconv.FormatBool(v.b))
+	case 'a':
+		b.WriteByte('[')
+		for _, e := range v.vals {
+			canonKey(e, b)
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	case 'o':
+		idx := make([]int, len(v.keys))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(x, y int) int { return strings.Compare(v.keys[x], v.keys[y]) })
+		b.WriteByte('{')
+		for _, i := range idx {
+			b.WriteString(strconv.Quote(v.keys[i]))
+			b.WriteByte(':')
+			canonKey(v.vals[i], b)
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	}
 }
 
 // union is the normalized union of xs: nested unions flattened, sNone dropped, sAny

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"errors"
 	"math/big"
 	"strconv"
 )
@@ -39,6 +40,12 @@ func (c *conv) own(v *jvalue, base, path string) (*sch, int, error) {
 	if e, ok := v.get("enum"); ok {
 		if e.kind != 'a' {
 			return nil, 0, schemaErr(path, "enum must be an array")
+		}
+		if len(e.vals) > MaxEnumValues {
+			return nil, 0, &LimitError{Limit: "enum values", Value: MaxEnumValues, Where: shortPath(path + "/enum")}
+		}
+		if n := e.textBytes(MaxEnumBytes); n > MaxEnumBytes {
+			return nil, 0, &LimitError{Limit: "bytes of an enum", Value: MaxEnumBytes, Where: shortPath(path + "/enum")}
 		}
 		if s, err = c.and(s, litSch(e.vals)); err != nil {
 			return nil, 0, err
@@ -237,6 +244,10 @@ func (c *conv) strKeywords(v *jvalue, path string) (*sch, error) {
 			return nil, schemaErr(path, "pattern must be a string")
 		}
 		if _, err := c.rx.parse(p.str); err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				return nil, le.at(path + "/pattern")
+			}
 			return nil, schemaErr(path, "pattern: %v", err)
 		}
 		s.patterns = []string{p.str}

@@ -45,6 +45,7 @@ type Pool struct {
 	multi   multiJob        // MatMul, MatMulN
 	at      attentionJob
 	fused   fusedJobs     // NormMatMulN, MLP, AttentionMatMul
+	moe     moeJobs       // MoE
 	jobs    atomic.Uint64 // pool jobs run (Jobs)
 }
 

@@ -35,6 +35,11 @@ type Config struct {
 	// full attention); nil when every layer attends to its whole context.
 	// It decides the KV cache groups (LayoutOf).
 	Windows []int
+	// Experts, ExpertsUsed and ExpertHiddenDim shape a mixture-of-experts
+	// feed-forward (expert_count, expert_used_count and
+	// expert_feed_forward_length): experts of ExpertHiddenDim hidden
+	// units, ExpertsUsed of them per token. 0 for a dense model.
+	Experts, ExpertsUsed, ExpertHiddenDim int
 }
 
 // KVLayout is the model's KV cache groups.
@@ -93,6 +98,10 @@ type Batch struct {
 	// and the ones past the real work return at once. 0 (eager) uses the
 	// step's own count. It never changes results.
 	AttnTiles int
+	// Hidden, when not nil, receives the final-norm hidden state of each
+	// row of LogitIndices (len(LogitIndices) × Dim, in the same order; rank
+	// 0 only with tensor parallelism): what embeddings pool.
+	Hidden []float32
 }
 
 // NumSeqs returns the number of sequences in the batch.

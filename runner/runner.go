@@ -36,6 +36,8 @@ type Runner struct {
 	microBatch            // the step, or its first micro-batch (dual-batch overlap)
 	second     microBatch // the second micro-batch of a split step
 	logits     []float32  // (logit rows, vocab)
+	hidden     []float32  // (logit rows, dim): their final-norm hidden states (embeddings)
+	dim        int
 	rows       []Rows
 	split      sched.Splitter
 }
@@ -98,6 +100,7 @@ type Stats struct {
 // call.
 type Result struct {
 	Logits []float32 // (rows, vocab)
+	Hidden []float32 // (rows, dim): the final-norm hidden state of each logit row
 	Rows   []Rows    // (numSeqs) where each sequence's logits are
 	Stats  Stats
 }
@@ -105,7 +108,7 @@ type Result struct {
 // New returns a runner for m over the cache engine's KV memory. With
 // opts.Buckets, call Warmup before the first step.
 func New(m model.Model, cache *CacheEngine, opts Options) *Runner {
-	r := &Runner{model: m, cache: cache, vocab: m.Config().VocabSize}
+	r := &Runner{model: m, cache: cache, vocab: m.Config().VocabSize, dim: m.Config().Dim}
 	if opts.Buckets != nil {
 		r.plans = newPlans(opts.Buckets, max(1, opts.MaxNumSeqs))
 	}
@@ -141,6 +144,7 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 		r.logits = make([]float32, need)
 	}
 	r.logits = r.logits[:need]
+	r.hidden = grow(r.hidden, len(s.LogitIndices)*r.dim)
 	start := time.Now()
 	var err error
 	if split {
@@ -149,11 +153,14 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 		r.microBatch.build(s, 0, k)
 		r.second.build(s, k, s.NumSeqs())
 		cut := len(r.microBatch.batch.LogitIndices) * r.vocab
+		hcut := len(r.microBatch.batch.LogitIndices) * r.dim
+		r.microBatch.batch.Hidden, r.second.batch.Hidden = r.hidden[:hcut], r.hidden[hcut:]
 		st.Tiles = kernels.AttentionTiles(r.microBatch.batch.QueryStart) + kernels.AttentionTiles(r.second.batch.QueryStart)
 		st.PlanTiles = st.Tiles
 		err = mb.ForwardMicroBatches(&r.microBatch.batch, &r.second.batch, r.cache.Device, r.logits[:cut], r.logits[cut:])
 	} else {
 		r.microBatch.build(s, 0, s.NumSeqs())
+		r.batch.Hidden = r.hidden
 		r.layout(&st)
 		err = r.model.Forward(&r.batch, r.cache.Device, r.logits)
 	}
@@ -167,7 +174,7 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 		st.Comm, st.Wait, st.AllReduces = t.Comm, t.Wait, t.AllReduces
 		st.Compute = max(0, st.Forward-t.Comm-t.Wait)
 	}
-	return Result{Logits: r.logits, Rows: r.rows, Stats: st}, nil
+	return Result{Logits: r.logits, Hidden: r.hidden, Rows: r.rows, Stats: st}, nil
 }
 
 // layout sets the attention layout of a whole-step batch: its plan's
@@ -237,4 +244,12 @@ func (mb *microBatch) build(s *sched.Step, lo, hi int) {
 		}
 	}
 	b.QueryStart, b.LogitIndices, b.BlockTables, b.AttnTiles = mb.qstart, mb.lidx, mb.tables, 0
+}
+
+// grow returns buf with length n, reallocated only when too small.
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
 }

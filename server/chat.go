@@ -15,37 +15,48 @@ func (b *backend) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := b.decodeRequest(w, r, &req); err != nil {
 		return err
 	}
+	c, prompt, p, aerr := b.planChat(&req, "chatcmpl-"+baseID(r))
+	if aerr != nil {
+		return aerr
+	}
+	return b.answer(w, r, c.id, c, []promptInput{prompt}, p, &req.samplingFields)
+}
+
+// planChat validates a chat request and prepares its answer: the run that
+// answers it (named id), its prompt and its sampling parameters. The APIs
+// built on chat completions (responses.go, messages.go) convert their
+// requests into a chatRequest and answer through planChat too.
+func (b *backend) planChat(req *chatRequest, id string) (*chatRun, promptInput, engine.SamplingParams, *apiError) {
 	maxTokens := req.MaxTokens
 	if req.MaxCompletionTokens != nil {
 		maxTokens = req.MaxCompletionTokens
 	}
 	p, aerr := req.samplingParams(b.defaults, maxTokens, 0, &b.grammars) // 0: up to the model length
 	if aerr != nil {
-		return aerr
+		return nil, promptInput{}, p, aerr
 	}
-	plan, aerr := planTools(&req, b.toolParser)
+	plan, aerr := planTools(req, b.toolParser)
 	if aerr != nil {
-		return aerr
+		return nil, promptInput{}, p, aerr
 	}
 	if g, aerr := plan.grammar(&b.grammars); aerr != nil {
-		return aerr
+		return nil, promptInput{}, p, aerr
 	} else if g != nil {
 		if p.Grammar != nil {
-			return badRequest("tool_choice", "tool_choice %s cannot be combined with another structured-output constraint", plan.mode)
+			return nil, promptInput{}, p, badRequest("tool_choice", "tool_choice %s cannot be combined with another structured-output constraint", plan.mode)
 		}
 		p.Grammar = g
 	}
-	if aerr := setChatLogprobs(&req, &p); aerr != nil {
-		return aerr
+	if aerr := setChatLogprobs(req, &p); aerr != nil {
+		return nil, promptInput{}, p, aerr
 	}
-	prompt, aerr := b.chatPrompt(&req)
+	prompt, aerr := b.chatPrompt(req)
 	if aerr != nil {
-		return aerr
+		return nil, promptInput{}, p, aerr
 	}
-	id := "chatcmpl-" + baseID(r)
-	c := &chatRun{b: b, req: &req, id: id, created: time.Now().Unix(), n: p.N, tools: plan, think: b.reasoning}
+	c := &chatRun{b: b, req: req, id: id, created: time.Now().Unix(), n: p.N, tools: plan, think: b.reasoning}
 	c.planReasoning(prompt.text, &p)
-	return b.answer(w, r, id, c, []promptInput{prompt}, p, &req.samplingFields)
+	return c, prompt, p, nil
 }
 
 // setChatLogprobs maps logprobs (bool) and top_logprobs (count) onto p.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"pagoda/engine"
+	"pagoda/grammar"
 	"pagoda/sched"
 )
 
@@ -110,8 +111,10 @@ func engineError(err error) *apiError {
 		return badRequest("max_tokens", "%s", err.Error())
 	case errors.Is(err, sched.ErrCacheTooSmall):
 		return badRequest("prompt", "%s", err.Error())
-	case errors.Is(err, engine.ErrEngineStopped):
+	case errors.Is(err, engine.ErrEngineStopped), errors.Is(err, engine.ErrEngineFailed):
 		return unavailable(5, "%s", err.Error())
+	case grammar.IsLimit(err): // a structured-output constraint over one of grammar's limits
+		return badRequest("", "%s", err.Error())
 	}
 	var ae *apiError
 	if errors.As(err, &ae) {

@@ -22,20 +22,39 @@ type handlerFunc func(b *backend, w http.ResponseWriter, r *http.Request) error
 // root a JSON 404.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	route := func(method, path string, h handlerFunc, open bool) {
-		mux.Handle(method+" "+path, s.wrap(h, open))
+	routeAs := func(method, path string, h handlerFunc, open bool, werr errorWriter) {
+		mux.Handle(method+" "+path, s.wrapAs(h, open, werr))
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			werr(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
 				Message: r.Method + " is not allowed on " + path + " (use " + method + ")"})
 		})
 	}
+	route := func(method, path string, h handlerFunc, open bool) { routeAs(method, path, h, open, writeError) }
 	route("POST", "/v1/completions", (*backend).completions, false)
 	route("POST", "/v1/chat/completions", (*backend).chat, false)
 	route("GET", "/v1/models", (*backend).models, false)
 	route("GET", "/v1/models/{id...}", (*backend).model, false)
 	route("POST", "/tokenize", (*backend).tokenize, false)
 	route("POST", "/detokenize", (*backend).detokenize, false)
+	route("POST", "/v1/responses", (*backend).responses, false)
+	route("GET", "/v1/responses/{id}", (*backend).getResponse, false)
+	mux.Handle("DELETE /v1/responses/{id}", s.wrap((*backend).deleteResponse, false))
+	routeAs("POST", "/v1/messages", (*backend).messages, false, writeAnthropicError)
+	routeAs("POST", "/v1/messages/count_tokens", (*backend).countTokens, false, writeAnthropicError)
+	route("POST", "/v1/embeddings", (*backend).embeddings, false)
+	ollama := func(method, path string, h handlerFunc, open bool) { routeAs(method, path, h, open, writeOllamaError) }
+	ollama("GET", "/api/version", (*backend).ollamaVersion, true)
+	ollama("GET", "/api/tags", (*backend).ollamaTags, false)
+	ollama("GET", "/api/ps", (*backend).ollamaPS, false)
+	ollama("POST", "/api/show", (*backend).ollamaShow, false)
+	ollama("POST", "/api/chat", (*backend).ollamaChat, false)
+	ollama("POST", "/api/generate", (*backend).ollamaGenerate, false)
+	ollama("POST", "/api/embed", (*backend).ollamaEmbed, false)
+	ollama("POST", "/api/embeddings", (*backend).ollamaEmbeddings, false)
+	ollama("POST", "/api/pull", (*backend).ollamaPull, false)
+	mux.HandleFunc("GET /{$}", serveChatPage)
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /ready", s.health)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": s.opts.Version})
 	})
@@ -47,9 +66,12 @@ func (s *Server) routes() http.Handler {
 	return s.middleware(instrumentHTTP(s.reg, mux))
 }
 
-// health answers 200 when ready, 503 while loading or shutting down.
+// health (/health and /ready) answers 200 when ready, 503 while loading,
+// shutting down or after the engine failed (with the failure as the reason).
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	switch {
+	switch b := s.backend.Load(); {
+	case b != nil && b.e.Failed() != nil:
+		writeError(w, engineError(b.e.Failed()))
 	case s.draining.Load():
 		writeError(w, unavailable(5, "the server is shutting down"))
 	case s.backend.Load() == nil:
@@ -59,20 +81,30 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
+// errorWriter writes an error response in a protocol's shape: OpenAI's
+// (writeError), Anthropic's (writeAnthropicError).
+type errorWriter func(w http.ResponseWriter, err error)
+
 // wrap checks the API key (unless open), readiness and draining, counts the
 // handler as active, and cancels its context when Shutdown's grace period
 // ends, so that it aborts its engine requests.
-func (s *Server) wrap(h handlerFunc, open bool) http.Handler {
+func (s *Server) wrap(h handlerFunc, open bool) http.Handler { return s.wrapAs(h, open, writeError) }
+
+// wrapAs is wrap writing its errors, and the handler's, with writeError.
+func (s *Server) wrapAs(h handlerFunc, open bool, writeError errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.active.Add(1)
 		defer s.active.Add(-1)
 		if !open && !s.authorized(r) {
 			writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error",
-				Code: "invalid_api_key", Message: "missing or incorrect API key: send Authorization: Bearer <key>"})
+				Code: "invalid_api_key", Message: "missing or incorrect API key: send Authorization: Bearer <key> (or x-api-key: <key>)"})
 			return
 		}
 		b := s.backend.Load()
 		switch {
+		case b != nil && b.e.Failed() != nil:
+			writeError(w, engineError(b.e.Failed()))
+			return
 		case s.draining.Load():
 			writeError(w, unavailable(5, "the server is shutting down"))
 			return
@@ -94,12 +126,16 @@ func (s *Server) wrap(h handlerFunc, open bool) http.Handler {
 	})
 }
 
-// authorized checks the bearer key in constant time.
+// authorized checks the bearer key (or Anthropic's x-api-key header) in
+// constant time.
 func (s *Server) authorized(r *http.Request) bool {
 	if s.opts.APIKey == "" {
 		return true
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		got, ok = r.Header.Get("X-Api-Key"), r.Header.Get("X-Api-Key") != ""
+	}
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.APIKey)) == 1
 }
 

@@ -54,6 +54,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// ChatTemplate is a Jinja chat template replacing the model's own.
 	ChatTemplate string
+	// ChatTemplateFallback serves a plain ChatML template, with a warning,
+	// when the chat template fails to compile or to render a probe
+	// conversation within its limits; without it SetEngine fails.
+	ChatTemplateFallback bool
 	// Version is reported by GET /version.
 	Version string
 	// StatsInterval is the period of the stats log line; 0 turns it off.
@@ -96,6 +100,19 @@ type Options struct {
 	// BodyTimeout bounds reading a request's body; 0 means 60 s. A body
 	// that does not arrive in time gets a 400 and the connection is closed.
 	BodyTimeout time.Duration
+	// ResponsesStoreBytes bounds the responses /v1/responses keeps for
+	// previous_response_id and GET (store true), least recently used out
+	// first: 0 means DefaultResponsesStoreBytes, < 0 keeps none.
+	// ResponsesStoreTTL is how long one is kept; 0 means an hour.
+	ResponsesStoreBytes int64
+	ResponsesStoreTTL   time.Duration
+	// Pooling is how embeddings pool the model's hidden states, one of
+	// engine.Poolings(); "" means last (vLLM's default for decoder models).
+	Pooling string
+	// Pull, when set, downloads a model reference into the model cache
+	// (Ollama's /api/pull), writing its progress lines to progress; nil
+	// makes /api/pull answer that pulling is not available.
+	Pull func(ctx context.Context, ref string, progress io.Writer) error
 }
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
@@ -144,6 +161,9 @@ type backend struct {
 	seedCount        atomic.Uint64
 	logRequests      bool
 	log              *log.Logger
+	pooling          engine.Pooling // embeddings (embeddings.go)
+	pull             func(ctx context.Context, ref string, progress io.Writer) error
+	respStore        *responseStore // /v1/responses with store
 }
 
 // New returns a server that is not ready yet: generation endpoints and
@@ -184,7 +204,16 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		maxBody: s.opts.MaxBodyBytes, bodyTimeout: s.opts.BodyTimeout, maxQueue: s.opts.MaxQueue,
 		bosText: tok.TokenText(tok.BOS()), eosText: tok.TokenText(tok.EOS()),
 		gen: s.opts.Generation, defaults: s.opts.Generation.Apply(engine.DefaultSamplingParams()),
-		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger}
+		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger,
+		respStore: newResponseStore(s.opts.ResponsesStoreBytes, s.opts.ResponsesStoreTTL)}
+	b.pooling, b.pull = engine.PoolLast, s.opts.Pull
+	if p := s.opts.Pooling; p != "" {
+		pl, err := engine.ParsePooling(p)
+		if err != nil {
+			return err
+		}
+		b.pooling = pl
+	}
 	if p := s.opts.ReasoningParser; p != "" {
 		rp, err := newReasoningParser(p, tok)
 		if err != nil {
@@ -193,11 +222,10 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		b.reasoning = rp
 	}
 	if src != "" {
-		t, err := tokenizer.CompileTemplate(src)
-		if err != nil {
+		var err error
+		if src, err = s.loadTemplate(b, src, templateOrigin(s.opts.ChatTemplate)); err != nil {
 			return err
 		}
-		b.template = t
 	}
 	if err := s.planToolCalling(b, src, e.ModelConfig().Arch); err != nil {
 		return err

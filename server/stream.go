@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +18,25 @@ type sse struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	err error
+	// sink, when set, receives the events instead of a client: the APIs
+	// built on chat completions (responses, messages) turn a chat stream's
+	// chunks into their own events (newSinkSSE).
+	sink eventSink
 }
+
+// eventSink takes the events of a stream written for another protocol:
+// event gets each chunk (or errorBody), done the end of the stream; each
+// reports whether the client still listens.
+type eventSink interface {
+	event(v any) bool
+	done() bool
+}
+
+// errClientGone marks a sink's stream whose client stopped listening.
+var errClientGone = errors.New("the client stopped listening")
+
+// newSinkSSE is a stream whose events go to sink.
+func newSinkSSE(sink eventSink) *sse { return &sse{sink: sink} }
 
 func newSSE(w http.ResponseWriter) *sse {
 	h := w.Header()
@@ -32,6 +51,12 @@ func newSSE(w http.ResponseWriter) *sse {
 
 // send writes one event; it reports whether the client still listens.
 func (s *sse) send(v any) bool {
+	if s.sink != nil {
+		if s.err == nil && !s.sink.event(v) {
+			s.err = errClientGone
+		}
+		return s.err == nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(errorBody{Error: errorDetail{Message: err.Error(), Type: "server_error"}})
@@ -56,7 +81,15 @@ func (s *sse) fail(ae *apiError) {
 }
 
 // done ends the stream.
-func (s *sse) done() { s.write([]byte("[DONE]")) }
+func (s *sse) done() {
+	if s.sink != nil {
+		if s.err == nil && !s.sink.done() {
+			s.err = errClientGone
+		}
+		return
+	}
+	s.write([]byte("[DONE]"))
+}
 
 // source yields the deltas of a request's engine requests. One request is
 // read directly; several through merge's goroutines.
@@ -103,7 +136,7 @@ func (b *backend) relay(ctx context.Context, out *sse, ts []*tracker, chunk func
 			continue
 		}
 		if ev.err != nil {
-			out.fail(unavailable(5, "the request was aborted: the server is shutting down or the client left"))
+			out.fail(b.aborted())
 			return false
 		}
 		ts[ev.prompt].add(ev.out)

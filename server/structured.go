@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"container/list"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -91,43 +93,108 @@ func (f *guidedFields) grammar(gc *grammarCache) (*grammar.Grammar, *apiError) {
 
 // grammarCache keeps the recently built grammars by key, so that requests
 // with the same constraint share one *grammar.Grammar, and so (in the
-// engine) one warm token-mask cache. A small LRU (at most limit entries;
-// limit 0 is 64); safe for concurrent use.
+// engine) one compiled grammar with a warm token-mask cache. It is an LRU
+// bounded in bytes (each grammar's own estimate; limit 0 is
+// grammarCacheBytes). Requests asking for a grammar being built wait for
+// that build rather than starting another; builds run at most half the
+// CPUs at a time (they share the machine with the engine's steps), each
+// bounded by grammar's limits (grammar.MaxCompileWork and the others). A
+// build's error is cached too: work units, not time, decide it. Keys are
+// hashes of the constraint's source. The zero value is ready to use; safe
+// for concurrent use.
 type grammarCache struct {
 	mu    sync.Mutex
-	limit int
-	byKey map[string]*grammar.Grammar
-	order []string // least recently used first
+	limit int64
+	bytes int64
+	byKey map[[sha256.Size]byte]*builtGrammar
+	lru   list.List // of *builtGrammar, the most recently used first
+	sem   chan struct{}
+}
+
+// grammarCacheBytes is the default bound of a grammarCache.
+const grammarCacheBytes = 64 << 20
+
+// builtGrammar is one entry: done is closed once g or err is set.
+type builtGrammar struct {
+	key  [sha256.Size]byte
+	done chan struct{}
+	g    *grammar.Grammar
+	err  error
+	size int64
+	elem *list.Element
 }
 
 func (c *grammarCache) get(key string, build func() (*grammar.Grammar, error)) (*grammar.Grammar, error) {
+	k := sha256.Sum256([]byte(key))
 	c.mu.Lock()
-	if g, ok := c.byKey[key]; ok {
-		if i := slices.Index(c.order, key); i >= 0 {
-			c.order = append(slices.Delete(c.order, i, i+1), key)
-		}
-		c.mu.Unlock()
-		return g, nil
+	if c.byKey == nil {
+		c.byKey = map[[sha256.Size]byte]*builtGrammar{}
+		c.sem = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	}
+	if b, ok := c.byKey[k]; ok {
+		c.lru.MoveToFront(b.elem)
+		c.mu.Unlock()
+		<-b.done
+		return b.g, b.err
+	}
+	b := &builtGrammar{key: k, done: make(chan struct{})}
+	c.byKey[k] = b
+	b.elem = c.lru.PushFront(b)
+	sem := c.sem
 	c.mu.Unlock()
-	g, err := build()
-	if err != nil {
-		return nil, err
+
+	sem <- struct{}{}
+	func() {
+		defer func() {
+			<-sem
+			if r := recover(); r != nil { // a bug: the waiters must not wait forever
+				b.g, b.err = nil, fmt.Errorf("building the grammar failed: %v", r)
+			}
+		}()
+		b.g, b.err = build()
+	}()
+	size := int64(256)
+	if b.g != nil {
+		size += int64(b.g.MemoryBytes())
+	} else {
+		size += int64(len(b.err.Error()))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byKey == nil {
-		c.byKey = map[string]*grammar.Grammar{}
+	close(b.done)
+	if b.elem == nil { // dropped meanwhile
+		return b.g, b.err
 	}
-	if _, ok := c.byKey[key]; !ok {
-		if len(c.order) >= cmp.Or(c.limit, 64) {
-			delete(c.byKey, c.order[0])
-			c.order = c.order[1:]
+	b.size = size
+	c.bytes += size
+	limit := cmp.Or(c.limit, grammarCacheBytes)
+	for e := c.lru.Back(); e != nil && c.bytes > limit; {
+		prev := e.Prev()
+		if x := e.Value.(*builtGrammar); x != b && x.ready() {
+			c.lru.Remove(e)
+			x.elem = nil
+			delete(c.byKey, x.key)
+			c.bytes -= x.size
 		}
-		c.byKey[key] = g
-		c.order = append(c.order, key)
+		e = prev
 	}
-	return c.byKey[key], nil
+	return b.g, b.err
+}
+
+func (b *builtGrammar) ready() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// len is the number of entries (tests).
+func (c *grammarCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
 }
 
 // guides lists the constraints present, in a fixed order.

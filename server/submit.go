@@ -76,6 +76,17 @@ type requestRun interface {
 // f.Stream, else one JSON response once every sequence has finished.
 // Requests still running when it returns (the client left) are aborted.
 func (b *backend) answer(w http.ResponseWriter, r *http.Request, id string, run requestRun, prompts []promptInput, p engine.SamplingParams, f *samplingFields) error {
+	if f.Stream && p.Grammar != nil {
+		// A stream's status is sent with its first byte: the grammar is compiled (on the
+		// engine's compile worker, not its loop) before, so that a grammar over a limit is
+		// a 400. A response waits for it in the engine instead (WAITING_FOR_FSM).
+		if err := b.e.PrepareGrammar(r.Context(), p.Grammar); err != nil {
+			if r.Context().Err() != nil {
+				return b.aborted()
+			}
+			return engineError(err)
+		}
+	}
 	ts, aerr := b.submit(id, prompts, p, f.Priority)
 	if aerr != nil {
 		return aerr
@@ -115,7 +126,7 @@ func (b *backend) collectAll(ctx context.Context, ts []*tracker) *apiError {
 	for _, t := range ts {
 		if err := t.collect(ctx); err != nil {
 			if ctx.Err() != nil {
-				return unavailable(5, "the request was aborted: the server is shutting down or the client left")
+				return b.aborted()
 			}
 			return engineError(err)
 		}

@@ -192,23 +192,25 @@ func TestAutoToolChoice(t *testing.T) {
 }
 
 // Requests with the same constraint share one grammar (and so one warm
-// mask cache in the engine); errors are not cached; the cache is bounded.
+// mask cache in the engine); errors are cached too (work units decide them);
+// the cache is bounded in bytes, the least recently used dropped first.
 func TestGrammarCache(t *testing.T) {
-	c := grammarCache{limit: 2}
+	c := grammarCache{}
 	f := guidedFields{GuidedRegex: ptr("[a-z]+")}
 	g1, aerr := f.grammar(&c)
 	g2, _ := (&guidedFields{StructuredOutputs: &structuredOutputs{Regex: ptr("[a-z]+")}}).grammar(&c)
 	if aerr != nil || g1 == nil || g1 != g2 {
 		t.Fatalf("the same regex gave %p and %p (%v)", g1, g2, aerr)
 	}
-	if _, aerr := (&guidedFields{GuidedRegex: ptr("(")}).grammar(&c); aerr == nil || len(c.byKey) != 1 {
-		t.Fatalf("a bad regex: %v, %d cached", aerr, len(c.byKey))
+	if _, aerr := (&guidedFields{GuidedRegex: ptr("(")}).grammar(&c); aerr == nil || c.len() != 2 {
+		t.Fatalf("a bad regex: %v, %d cached", aerr, c.len())
 	}
-	for _, re := range []string{"a", "b", "c"} {
+	c.limit = int64(g1.MemoryBytes()) * 3
+	for _, re := range []string{"a", "b", "c", "d", "e", "f"} {
 		(&guidedFields{GuidedRegex: ptr(re)}).grammar(&c)
 	}
-	if len(c.byKey) != 2 || len(c.order) != 2 {
-		t.Fatalf("%d cached, limit 2", len(c.byKey))
+	if c.len() > 4 || c.bytes > c.limit {
+		t.Fatalf("%d cached in %d bytes, limit %d bytes", c.len(), c.bytes, c.limit)
 	}
 }
 

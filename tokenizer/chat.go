@@ -11,6 +11,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/nodes"
 )
 
 // Chat templates are Jinja, rendered the way Hugging Face's apply_chat_template renders them:
@@ -55,21 +56,37 @@ type ChatOptions struct {
 
 // Template is a compiled chat template, safe for concurrent Render calls.
 type Template struct {
-	src string
-	tpl *exec.Template
+	src    string
+	tpl    *exec.Template
+	limits ChatLimits
+	ops    []*nodes.BinOperator // the operators the instrumented tree calls (chat_budget.go)
 }
 
 const rootTemplate = "chat_template"
 
-// CompileTemplate parses a Jinja chat template.
+// CompileTemplate parses a Jinja chat template, to be rendered within DefaultChatLimits.
 func CompileTemplate(src string) (*Template, error) {
+	return CompileTemplateLimits(src, DefaultChatLimits)
+}
+
+// CompileTemplateLimits parses a Jinja chat template, to be rendered within limits (a zero
+// field is its DefaultChatLimits value). A source beyond MaxTemplateBytes or
+// MaxTemplateNesting is refused with a TemplateLimitError.
+func CompileTemplateLimits(src string, limits ChatLimits) (*Template, error) {
 	cfg := chatConfig()
-	tpl, err := compileGonja(jinja2Source(src, cfg), cfg)
+	limits = limits.withDefaults()
+	if err := checkSource(src, cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrChatTemplate, err)
+	}
+	tpl, err := compileGonja(jinja2Source(src, cfg), cfg, limits)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrChatTemplate, err)
 	}
-	return &Template{src: src, tpl: tpl}, nil
+	return &Template{src: src, tpl: tpl, limits: limits, ops: instrument(tpl.Root())}, nil
 }
+
+// Limits are the limits t renders within.
+func (t *Template) Limits() ChatLimits { return t.limits }
 
 // chatConfig is jinja2's configuration in apply_chat_template: trim_blocks and lstrip_blocks.
 func chatConfig() *config.Config {
@@ -80,20 +97,31 @@ func chatConfig() *config.Config {
 }
 
 // compileGonja parses src as it is (no rewriting) in the chat environment.
-func compileGonja(src string, cfg *config.Config) (tpl *exec.Template, err error) {
+func compileGonja(src string, cfg *config.Config, limits ChatLimits) (tpl *exec.Template, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			tpl, err = nil, fmt.Errorf("parse failed: %v", p)
 		}
 	}()
-	return exec.NewTemplate(rootTemplate, cfg, sourceLoader{src}, chatEnvironment())
+	return exec.NewTemplate(rootTemplate, cfg, sourceLoader{src}, chatEnvironment(limits))
 }
 
-// Render renders msgs. A template that makes gonja panic gets an error, not a crash.
-func (t *Template) Render(msgs []Message, opts ChatOptions) (out string, err error) {
+// Render renders msgs. A template that makes gonja panic gets an error, not a crash; one that
+// exceeds its limits gets an error wrapping a *TemplateLimitError (errors.Is ErrTemplateLimit).
+func (t *Template) Render(msgs []Message, opts ChatOptions) (string, error) {
+	out, _, err := t.render(msgs, opts)
+	return out, err
+}
+
+// render is Render, returning the render's account too.
+func (t *Template) render(msgs []Message, opts ChatOptions) (out string, budget *renderBudget, err error) {
+	budget = &renderBudget{lim: t.limits, ops: t.ops}
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("%w: render failed: %v", ErrChatTemplate, p)
+		}
+		if budget.err != nil { // reported even where gonja swallowed it
+			out, err = "", fmt.Errorf("%w: %w", ErrChatTemplate, budget.err)
 		}
 	}()
 	ms := make([]any, len(msgs))
@@ -119,18 +147,22 @@ func (t *Template) Render(msgs []Message, opts ChatOptions) (out string, err err
 		"add_generation_prompt": opts.AddGenerationPrompt,
 		"bos_token":             opts.BOS,
 		"eos_token":             opts.EOS,
+		budgetVar:               budget,
 	}
 	for k, v := range opts.Vars {
 		if ReservedVar(k) {
-			return "", fmt.Errorf("%w: the variable %q is set by the renderer and cannot be overridden", ErrChatTemplate, k)
+			return "", budget, fmt.Errorf("%w: the variable %q is set by the renderer and cannot be overridden", ErrChatTemplate, k)
 		}
 		vars[k] = templateValue(v)
 	}
-	out, err = t.tpl.ExecuteToString(exec.NewContext(vars))
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrChatTemplate, err)
+	var buf strings.Builder
+	if err := t.tpl.Execute(&budgetWriter{w: &buf, b: budget}, exec.NewContext(vars)); err != nil {
+		if lerr := budget.methodLimit(err); lerr != nil {
+			return "", budget, fmt.Errorf("%w: %w", ErrChatTemplate, lerr)
+		}
+		return "", budget, fmt.Errorf("%w: %v", ErrChatTemplate, err)
 	}
-	return out, nil
+	return buf.String(), budget, nil
 }
 
 // RenderChat compiles template and renders msgs with it.
@@ -157,17 +189,21 @@ func raiseException(msg string) (string, error) {
 // chatEnvironment is gonja's default environment aligned with jinja2 and HF: tojson, the dict
 // methods and filters, the true/false tests and Python's str methods (chat_builtins.go,
 // chat_funcs.go). It is built per template so that no package-level state is shared or mutated.
-func chatEnvironment() *exec.Environment {
+func chatEnvironment(limits ChatLimits) *exec.Environment {
+	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions)
+	for name, fn := range budgetFunctions() {
+		ctx.Set(name, fn)
+	}
 	return &exec.Environment{
-		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions),
-		Filters:           chatFilters(),
+		Context:           ctx,
+		Filters:           budgetFilters(chatFilters()),
 		Tests:             chatTests(),
-		ControlStructures: builtins.ControlStructures,
+		ControlStructures: chatControlStructures(),
 		Methods: exec.Methods{
 			Bool:  builtins.Methods.Bool,
 			Int:   builtins.Methods.Int,
 			Float: builtins.Methods.Float,
-			Str:   strMethods(),
+			Str:   strMethods(limits.ValueBytes),
 			Dict:  dictMethods(),
 			List:  builtins.Methods.List,
 		},
@@ -199,8 +235,12 @@ func (l sourceLoader) Inherit(string) (loaders.Loader, error) { return l, nil }
 // helper functions), which ChatOptions.Vars may not override.
 func ReservedVar(name string) bool {
 	switch name {
-	case "messages", "add_generation_prompt", "bos_token", "eos_token", "strftime_now", "raise_exception":
+	case "messages", "add_generation_prompt", "bos_token", "eos_token", "strftime_now", "raise_exception", "range":
 		return true
 	}
-	return false
+	return strings.HasPrefix(name, "__pagoda_")
 }
+
+// PlainChatTemplate is ChatML, the template a server falls back to when a model's own fails
+// (llama-server's fallback too).
+const PlainChatTemplate = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"

@@ -63,8 +63,8 @@ var strOverrides = map[string]exec.Method[string]{
 	"rsplit":     rsplitMethod,
 }
 
-// strMethods is gonja's str method set with strOverrides applied.
-func strMethods() *exec.MethodSet[string] {
+// strMethods is gonja's str method set with strOverrides applied, each result within limit bytes.
+func strMethods(limit int64) *exec.MethodSet[string] {
 	m := make(map[string]exec.Method[string], len(pyStrMethodNames))
 	for _, name := range pyStrMethodNames {
 		if f, ok := builtins.Methods.Str.Get(name); ok {
@@ -73,6 +73,9 @@ func strMethods() *exec.MethodSet[string] {
 	}
 	for name, f := range strOverrides {
 		m[name] = f
+	}
+	for name, f := range m {
+		m[name] = budgetMethod(name, f, limit)
 	}
 	return exec.NewMethodSet(m)
 }

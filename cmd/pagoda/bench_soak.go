@@ -21,6 +21,7 @@ type benchSoakFlags struct {
 	numRequests, maxConcurrency             int
 	maxTokens, maxPromptWords               int
 	hangupRate, malformedRate, maxRSSGrowth float64
+	structuredRate, heavyRate               float64
 	seed                                    uint64
 	requestTimeout, stallTimeout, settle    time.Duration
 	jsonOut, quiet, verbose                 bool
@@ -42,6 +43,9 @@ func runBenchSoak(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.maxPromptWords, "max-prompt-words", 32, "prompts have 1 to this many words")
 	fs.Float64Var(&f.hangupRate, "hangup-rate", 0.2, "fraction of requests the client hangs up on (half early, half mid-stream)")
 	fs.Float64Var(&f.malformedRate, "malformed-rate", 0.05, "fraction of requests with a malformed body")
+	fs.Float64Var(&f.structuredRate, "structured-rate", 0, "fraction of requests with a light structured-output constraint (small schema, choice, regex, json_object)")
+	fs.Float64Var(&f.heavyRate, "heavy-schema-rate", 0,
+		"fraction of requests with a heavy structured-output constraint (large schemas, enums, choices, patterns; a third over the server's limits, to be refused); the report gives the other requests' TTFT")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the request plan")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 5*time.Minute, "a request without an answer by then is lost")
 	fs.DurationVar(&f.stallTimeout, "stall-timeout", 2*time.Second,
@@ -104,7 +108,8 @@ func (f *benchSoakFlags) config(stderr io.Writer) (bench.SoakConfig, error) {
 	}
 	cfg := bench.SoakConfig{
 		PlanConfig: bench.PlanConfig{Model: f.model, Endpoints: eps, MaxTokens: f.maxTokens,
-			MaxPromptWords: f.maxPromptWords, HangupRate: f.hangupRate, MalformedRate: f.malformedRate, Seed: f.seed},
+			MaxPromptWords: f.maxPromptWords, HangupRate: f.hangupRate, MalformedRate: f.malformedRate, Seed: f.seed,
+			StructuredRate: f.structuredRate, HeavyRate: f.heavyRate},
 		BaseURL: f.baseURL, APIKey: f.apiKey, NumRequests: f.numRequests, MaxConcurrency: f.maxConcurrency,
 		RequestTimeout: f.requestTimeout, StallTimeout: f.stallTimeout, SettleTimeout: f.settle,
 		MaxRSSGrowth: f.maxRSSGrowth,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"pagoda/engine"
 	"pagoda/server"
 )
 
@@ -92,6 +93,7 @@ func flagChoices() map[string][]string {
 		"log-level":          logLevelNames,
 		"tool-call-parser":   server.ToolCallParsers(),
 		"reasoning-parser":   server.ReasoningParsers(),
+		"pooling":            engine.Poolings(),
 		"model":              modelNames(),
 	}
 }

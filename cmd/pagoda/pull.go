@@ -192,6 +192,15 @@ func pull(ctx context.Context, c *hub.Client, ref string, stderr io.Writer) (str
 	return path, err
 }
 
+// pullInto pulls ref into the model cache for the server's /api/pull,
+// writing the progress lines to progress.
+func pullInto(ctx context.Context, ref string, progress io.Writer) error {
+	c := hub.FromEnv(modelcache.Path("hf"))
+	c.Progress, c.TTY = progress, false
+	_, err := pull(ctx, c, ref, progress)
+	return err
+}
+
 // runList implements `pagoda list`: the cached models with their
 // reference, size and path.
 func runList(args []string, stdout, stderr io.Writer) error {

@@ -38,8 +38,13 @@ type serveFlags struct {
 	kvMemory, swapSpace, maxBody      server.SizeFlag
 	prefixCaching, noPrefixCaching    bool
 	disableLogStats                   bool
+	chatTemplateFallback              bool        // --chat-template-fallback
+	tpStepTimeout                     secondsFlag // --tp-step-timeout
 	shutdownTimeout                   secondsFlag
+	responsesStore                    server.SizeFlag // --responses-store-size
+	responsesTTL                      secondsFlag     // --responses-store-ttl
 	kvDtype, preemption, chatTemplate string
+	pooling                           string
 	enforceEager                      bool
 	noRepack, exact                   bool
 	bucketing                         bucket.Options
@@ -80,6 +85,17 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.shutdownTimeout = secondsFlag(30 * time.Second)
 	fs.Var(&f.shutdownTimeout, "shutdown-timeout", "grace period for in-flight requests on SIGTERM/SIGINT (e.g. 30s, or seconds)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "chat template file or inline Jinja, replacing the model's")
+	f.tpStepTimeout = secondsFlag(engine.DefaultTPStepTimeout)
+	fs.Var(&f.tpStepTimeout, "tp-step-timeout", "tensor parallelism: how long a step waits for the other ranks, plus 10ms "+
+		"per token of the step (and how long an idle heartbeat waits); past it the engine fails, /health answers 503 "+
+		"and the job exits non-zero (e.g. 30s, or seconds)")
+	fs.BoolVar(&f.chatTemplateFallback, "chat-template-fallback", false, "serve a plain ChatML template, with a warning, "+
+		"when the chat template fails to compile or to render a probe conversation within its limits (default: refuse to start)")
+	f.responsesStore, f.responsesTTL = server.DefaultResponsesStoreBytes, secondsFlag(time.Hour)
+	fs.Var(&f.responsesStore, "responses-store-size", "memory for the responses /v1/responses keeps for previous_response_id "+
+		"(store true), least recently used out first (0 = keep none)")
+	fs.Var(&f.responsesTTL, "responses-store-ttl", "how long a stored response is kept (e.g. 1h, or seconds)")
+	fs.StringVar(&f.pooling, "pooling", "last", "how embeddings (/v1/embeddings, /api/embed) pool the final hidden states: last, mean or cls (vLLM's pooling_type)")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
 	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
@@ -235,12 +251,26 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 		}
 	}
 	opts := server.Options{ServedModelNames: f.servedNames, ModelRef: f.model, APIKey: f.apiKey, MaxQueue: f.maxQueue,
-		MaxBodyBytes: int64(f.maxBody), Version: version}
+		MaxBodyBytes: int64(f.maxBody), Version: version, Pooling: f.pooling, Pull: pullInto}
+	if _, err := engine.ParsePooling(f.pooling); err != nil {
+		return cfg, opts, fmt.Errorf("--pooling: %w", err)
+	}
+	opts.ResponsesStoreBytes, opts.ResponsesStoreTTL = int64(f.responsesStore), time.Duration(f.responsesTTL)
+	if f.responsesStore == 0 {
+		opts.ResponsesStoreBytes = -1 // keep none
+	}
+	if f.responsesTTL == 0 {
+		return cfg, opts, fmt.Errorf("--responses-store-ttl must be > 0")
+	}
 	if !f.disableLogStats {
 		opts.StatsInterval = 5 * time.Second
 	}
 	if opts.ChatTemplate, err = readTemplate(f.chatTemplate); err != nil {
 		return cfg, opts, err
+	}
+	opts.ChatTemplateFallback = f.chatTemplateFallback
+	if cfg.TPStepTimeout = time.Duration(f.tpStepTimeout); cfg.TPStepTimeout <= 0 {
+		return cfg, opts, fmt.Errorf("--tp-step-timeout must be > 0")
 	}
 	if err := f.vllm.apply(&opts); err != nil {
 		return cfg, opts, err
@@ -318,9 +348,17 @@ func serve(f serveFlags, cfg engine.Config, opts server.Options, stderr io.Write
 	select {
 	case err := <-served:
 		return err
+	case <-e.Dead():
+		return engineDead(e, srv, logger)
 	case <-sig.Done():
 	}
 	grace := time.Duration(f.shutdownTimeout)
+	if cfg.TensorParallel != nil && grace > tpShutdownGrace {
+		// mpirun ends a job with SIGTERM and, about a second later, SIGKILL
+		// (also when a rank died): answer the requests in flight at once.
+		logger.Printf("INFO tensor parallel: ending the requests in flight within %v (mpirun kills the job soon after SIGTERM)", tpShutdownGrace)
+		grace = tpShutdownGrace
+	}
 	logger.Printf("INFO shutting down: waiting up to %v for in-flight requests", grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

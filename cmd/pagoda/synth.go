@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.layers, "layers", 0, "override the layer count")
 	fs.IntVar(&f.context, "context", 0, "override the context length")
 	fs.IntVar(&f.window, "window", -1, "override gemma3's sliding window (0: every layer global)")
+	fs.IntVar(&f.experts, "experts", 0, "override a mixture of experts' expert count (qwen3moe; with --dims, hidden is each expert's length)")
+	fs.IntVar(&f.expertsUsed, "experts-used", 0, "override a mixture of experts' experts per token")
 	typ := fs.String("type", "Q4_0", "weight type: "+typeNames())
 	out := fs.String("out", "", "output GGUF file")
 	vocab := fs.String("vocab", "", "GGUF file to copy the tokenizer from (default: the shape's or the architecture's; \"none\" for no tokenizer)")
@@ -69,6 +72,7 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 type synthFlags struct {
 	arch, shape, dims       string
 	layers, context, window int
+	experts, expertsUsed    int
 }
 
 // resolve builds the shape from --shape or --dims, --arch and the
@@ -110,6 +114,17 @@ func (f synthFlags) resolve() (synth.Shape, error) {
 			return s, usageError{fmt.Errorf("--window: only gemma3 has sliding-window layers, not %s", s.Arch)}
 		}
 		s.SlidingWindow = f.window
+	}
+	if f.experts != 0 || f.expertsUsed != 0 {
+		if !s.MoE() || f.experts < 0 || f.expertsUsed < 0 {
+			return s, usageError{fmt.Errorf("--experts, --experts-used: %s has no experts", s.Arch)}
+		}
+		e, u := cmp.Or(f.experts, s.Experts), cmp.Or(f.expertsUsed, s.ExpertsUsed)
+		if f.dims != "" {
+			s.SetExperts(e, u) // the feed_forward_length key follows
+		} else {
+			s.Experts, s.ExpertsUsed = e, u
+		}
 	}
 	if err := s.Validate(); err != nil {
 		return s, usageError{err}

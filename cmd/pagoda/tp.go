@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"pagoda/dist"
 	"pagoda/engine"
 	"pagoda/sched"
+	"pagoda/server"
 )
 
 // tensorParallel returns the communicator of an --tensor-parallel-size n
@@ -72,4 +76,28 @@ func registerDBO(fs *flag.FlagSet, d *sched.DBO) {
 	fs.BoolVar(&d.Enable, "enable-dbo", false, "dual-batch overlap: split big steps into two micro-batches and overlap one's tensor-parallel all-reduces with the other's compute")
 	fs.IntVar(&d.DecodeTokenThreshold, "dbo-decode-token-threshold", d.DecodeTokenThreshold, "fewest tokens of a decode-only step that DBO splits")
 	fs.IntVar(&d.PrefillTokenThreshold, "dbo-prefill-token-threshold", d.PrefillTokenThreshold, "fewest tokens of a step with a prompt chunk that DBO splits")
+}
+
+// tpShutdownGrace bounds the drain on SIGTERM under tensor parallelism:
+// mpirun follows its SIGTERM with SIGKILL about a second later (Open MPI's
+// odls_base_sigkill_timeout), so the requests in flight are answered (503,
+// or an error event and [DONE]) at once rather than drained.
+const tpShutdownGrace = 200 * time.Millisecond
+
+// deadLinger is how long a server whose engine failed keeps answering
+// (503 with the failure) before it exits, so that probes and clients see why.
+const deadLinger = time.Second
+
+// engineDead ends a serve whose engine failed (a tensor-parallel rank that
+// stopped answering): the server answers /health and new requests with 503
+// and the failure, the requests in flight get theirs, and serve returns an
+// error so that the process exits non-zero and mpirun ends the job.
+func engineDead(e *engine.Engine, srv *server.Server, logger *log.Logger) error {
+	err := e.Failed()
+	logger.Printf("ERROR %v: stopping", err)
+	time.Sleep(deadLinger) // /health and new requests answer 503 with the failure meanwhile
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx) // the handlers answer with the failure; new requests get 503
+	return err
 }

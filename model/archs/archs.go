@@ -4,6 +4,8 @@
 //
 //	llama, mistral, qwen2   model/llama  (Llama 1–3.x, SmolLM, Mistral, Qwen2)
 //	qwen3                   model/qwen3
+//	qwen3moe                model/qwen3moe (blk.N.ffn_gate_inp, ffn_{gate,up,down}_exps;
+//	                        expert_count, expert_used_count, expert_feed_forward_length)
 //	gemma3                  model/gemma3
 //	phi3                    model/phi3   (Phi-3, Phi-3.5, Phi-4-mini)
 package archs
@@ -13,4 +15,5 @@ import (
 	_ "pagoda/model/llama"
 	_ "pagoda/model/phi3"
 	_ "pagoda/model/qwen3"
+	_ "pagoda/model/qwen3moe"
 )

@@ -5,7 +5,7 @@ import "pagoda/kernels"
 // Block is one transformer layer:
 //
 //	h = x + PostAttnNorm?(Attn(AttnNorm(x)))
-//	y = h + PostFFNNorm?(FFN(FFNNorm(h)))
+//	y = h + PostFFNNorm?(FFN(FFNNorm(h)))      (MoE in place of FFN when set)
 //
 // (the post-norms are Gemma 2/3's; nil elsewhere).
 type Block struct {
@@ -14,7 +14,10 @@ type Block struct {
 	PostAttnNorm []float32 // (Dim) or nil: RMSNorm of the attention output
 	FFNNorm      []float32 // (Dim) RMSNorm weight before the feed-forward
 	FFN          FFN
-	PostFFNNorm  []float32 // (Dim) or nil: RMSNorm of the feed-forward output
+	// MoE, when set, is the feed-forward instead of FFN (left zero): a
+	// mixture of experts after the same FFNNorm.
+	MoE         *MoE
+	PostFFNNorm []float32 // (Dim) or nil: RMSNorm of the feed-forward output
 }
 
 // Attention is a grouped-query attention layer: Q, K, V column-parallel
@@ -46,5 +49,8 @@ type FFN struct {
 // linears lists the block's matrices.
 func (b *Block) linears() []*Linear {
 	a, f := &b.Attn, &b.FFN
+	if b.MoE != nil {
+		return append([]*Linear{&a.Q, &a.K, &a.V, &a.O}, b.MoE.linears()...)
+	}
 	return []*Linear{&a.Q, &a.K, &a.V, &a.O, &f.Gate, &f.Up, &f.Down}
 }

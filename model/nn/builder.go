@@ -211,6 +211,11 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 		}
 	}
 	m.packWeights(arithmeticOf(opt))
+	for i := range m.layers {
+		if e := m.layers[i].MoE; e != nil {
+			e.prepare()
+		}
+	}
 	if m.tp.comm != nil {
 		if err := m.releaseUnused(); err != nil {
 			return nil, err

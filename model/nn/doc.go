@@ -21,6 +21,10 @@
 //     unit-scaled attention: Gemma's query_pre_attn_scalar, Phi-3).
 //   - FFN: a gated feed-forward, SwiGLU or GELU-tanh (kernels.GLU), run as
 //     one fused pool job.
+//   - MoE: a mixture of experts in place of the FFN: a router, top-k
+//     gating (softmax then top-k with renormalisation; top-k then softmax),
+//     gated experts run grouped by expert as one pool job (kernels.Pool.MoE),
+//     each token's expert outputs summed in the rank order of its choices.
 //   - Block: pre-norms, optional post-norms (Gemma 2/3: the block output
 //     is normalised before the residual add), attention and FFN.
 //

@@ -25,6 +25,10 @@ type scratch struct {
 	mm       [3]kernels.MatMulOut // products of one MatMulN call
 	mlp      kernels.MLP          // weights of the current Pool.MLP call
 	mlpb     kernels.MLPBuffers   // its activations
+	route    []float32            // (n, Experts) router logits, then probabilities
+	ids      []int32              // (n, ExpertsUsed) each token's experts by rank
+	weights  []float32            // (n, ExpertsUsed) their weights
+	moeb     kernels.MoEBuffers   // the activations of the current Pool.MoE call
 }
 
 // size grows every buffer for n tokens and m logit rows, with the angles
@@ -45,6 +49,9 @@ func (s *scratch) size(c model.Config, ropes, n, m int) {
 		s.cos[r] = grow(s.cos[r], n*half)
 		s.sin[r] = grow(s.sin[r], n*half)
 	}
+	s.route = grow(s.route, n*c.Experts)
+	s.ids = grow(s.ids, n*c.ExpertsUsed)
+	s.weights = grow(s.weights, n*c.ExpertsUsed)
 	s.logitX = grow(s.logitX, m*c.Dim)
 	s.logitAtt = grow(s.logitAtt, m*q)
 }

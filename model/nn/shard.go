@@ -78,7 +78,8 @@ func (sh *shard) progress() {
 func (sh *shard) logits() bool { return sh.rank == 0 }
 
 // localConfig checks that c divides over n ranks and returns one rank's
-// shape: Heads, KVHeads and HiddenDim divided by n, the rest unchanged.
+// shape: Heads, KVHeads, HiddenDim and ExpertHiddenDim divided by n, the
+// rest unchanged.
 func localConfig(c model.Config, n int) (model.Config, error) {
 	if c.Heads%n != 0 || c.KVHeads%n != 0 {
 		return c, fmt.Errorf("tensor parallelism over %d ranks needs the query heads (%d) and the KV heads (%d) to be divisible by %d",
@@ -87,7 +88,10 @@ func localConfig(c model.Config, n int) (model.Config, error) {
 	if c.HiddenDim%n != 0 {
 		return c, fmt.Errorf("tensor parallelism over %d ranks needs the feed-forward length (%d) to be divisible by %d", n, c.HiddenDim, n)
 	}
-	c.Heads, c.KVHeads, c.HiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n
+	if c.ExpertHiddenDim%n != 0 {
+		return c, fmt.Errorf("tensor parallelism over %d ranks needs the expert feed-forward length (%d) to be divisible by %d", n, c.ExpertHiddenDim, n)
+	}
+	c.Heads, c.KVHeads, c.HiddenDim, c.ExpertHiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n, c.ExpertHiddenDim/n
 	return c, nil
 }
 

@@ -153,6 +153,10 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 	nr := u.rows
 	d, h := nr*c.Dim, nr*c.HiddenDim
 	xb := s.xb[:d]
+	if ly.MoE != nil {
+		m.moe(s, ly, u.x[:d], xb, nr)
+		return m.send(u, xb, ly.PostFFNNorm)
+	}
 	f := &ly.FFN
 	s.mlp = kernels.MLP{Norm: ly.FFNNorm, Eps: c.RMSEps, Gate: f.Gate.W, Up: f.Up.W, Down: f.Down.W, Act: f.Act}
 	s.mlpb = kernels.MLPBuffers{Dst: xb, X: u.x[:d], Normed: xb, Gate: s.gate[:h], Up: s.up[:h]}
@@ -199,6 +203,7 @@ func (m *Model) finish(u *ubatch) error {
 		s, c := u.s, &m.local
 		s.mm[0] = kernels.MatMulOut{Dst: u.logits, W: m.output}
 		m.pool.NormMatMulN(s.mm[:1], s.logitX, u.x[:rows*c.Dim], m.outNorm, c.RMSEps, rows)
+		copy(u.b.Hidden, s.logitX[:rows*c.Dim]) // embeddings: the normed rows (nothing when Hidden is nil)
 		if m.softcap > 0 {
 			softcap(u.logits, m.softcap)
 		}

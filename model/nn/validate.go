@@ -69,6 +69,8 @@ func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) 
 		return badBatch("query starts %d..%d do not span the %d tokens", b.QueryStart[0], b.QueryStart[ns], n)
 	case len(logits) != len(b.LogitIndices)*m.cfg.VocabSize:
 		return badBatch("logits buffer of %d for %d rows of %d", len(logits), len(b.LogitIndices), m.cfg.VocabSize)
+	case b.Hidden != nil && len(b.Hidden) != len(b.LogitIndices)*m.cfg.Dim:
+		return badBatch("hidden buffer of %d for %d rows of %d", len(b.Hidden), len(b.LogitIndices), m.cfg.Dim)
 	}
 	for i, t := range b.Tokens {
 		if t < 0 || int(t) >= m.cfg.VocabSize {

@@ -39,6 +39,12 @@ func addMetadata(w *gguf.Writer, s Shape, fileType uint32) {
 	default:
 		textMetadata(k, s)
 	}
+	if s.MoE() {
+		// TextModel's expert keys, then Qwen2MoeModel's expert length.
+		k.u32("expert_count", s.Experts)
+		k.u32("expert_used_count", s.ExpertsUsed)
+		k.u32("expert_feed_forward_length", s.ExpertHiddenDim)
+	}
 }
 
 // llamaMetadata: LlamaModel's keys (the base keys, vocab_size and
@@ -163,7 +169,7 @@ func (b *layerTensors) attention() {
 		b.bias("attn_q", q)
 		b.bias("attn_k", kv)
 		b.bias("attn_v", kv)
-	case "qwen3", "gemma3":
+	case "qwen3", "qwen3moe", "gemma3":
 		b.norm("attn_q_norm", hd)
 		b.norm("attn_k_norm", hd)
 	}
@@ -177,6 +183,19 @@ func (b *layerTensors) attention() {
 func (b *layerTensors) feedForward() {
 	s := b.s
 	b.norm("ffn_norm", s.Dim)
+	if s.MoE() {
+		// The router, kept in F32 by the converter, drawn wider than the
+		// matrices so that the routing is decided (logits of std ~1 on
+		// unit-RMS inputs at the tiny shapes); the experts one 3-D tensor
+		// per matrix, expert i the i-th slice.
+		b.ts = append(b.ts, tensor{name: b.p + "ffn_gate_inp.weight", dims: []int{s.Dim, s.Experts}, std: routerStd(s.Dim), f32: true})
+		e, ff := s.Experts, s.ExpertHiddenDim
+		b.ts = append(b.ts,
+			tensor{name: b.p + "ffn_gate_exps.weight", dims: []int{s.Dim, ff, e}, std: std},
+			tensor{name: b.p + "ffn_up_exps.weight", dims: []int{s.Dim, ff, e}, std: std},
+			tensor{name: b.p + "ffn_down_exps.weight", dims: []int{ff, s.Dim, e}, std: b.out})
+		return
+	}
 	if s.Arch == "phi3" {
 		b.mat("ffn_up", s.Dim, 2*s.HiddenDim, std) // rows: gate, then up (llama.cpp's swiglu split)
 	} else {
@@ -188,6 +207,10 @@ func (b *layerTensors) feedForward() {
 		b.norm("post_ffw_norm", s.Dim)
 	}
 }
+
+// routerStd is the router's weight std: logits of std ~1.1 over inputs
+// of unit RMS (0.1 at 128 dims).
+func routerStd(dim int) float64 { return 1.13 / math.Sqrt(float64(dim)) }
 
 // tensors lists the model's tensors with llama.cpp's names and shapes.
 func tensors(s Shape) []tensor {

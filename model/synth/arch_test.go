@@ -19,6 +19,9 @@ var (
 		VocabSize: 300, ContextLen: 512, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true}
 	tinyGemma3 = Shape{Arch: "gemma3", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 1, HeadSize: 64,
 		VocabSize: 300, ContextLen: 512, RopeTheta: 1e6, RopeThetaSWA: 10000, RopeLinear: 8, SlidingWindow: 8, RMSEps: 1e-6, Tied: true}
+	// tinyQwen3MoE: 8 experts of 64 hidden units, 2 per token.
+	tinyQwen3MoE = Shape{Arch: "qwen3moe", Name: "tiny", Dim: 256, HiddenDim: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadSize: 128,
+		Experts: 8, ExpertsUsed: 2, ExpertHiddenDim: 64, VocabSize: 300, ContextLen: 512, RopeTheta: 1e6, RMSEps: 1e-6}
 	tinyPhi3 = Shape{Arch: "phi3", Name: "tiny", Dim: 256, HiddenDim: 512, Layers: 2, Heads: 4, KVHeads: 2, RopeDim: 48,
 		VocabSize: 300, ContextLen: 512, RopeTheta: 10000, RMSEps: 1e-5, SlidingWindow: 262144, LongRope: longRopeFor(48, 128)}
 )
@@ -36,6 +39,11 @@ func TestFamilyMetadata(t *testing.T) {
 			"feed_forward_length": uint32(512), "attention.head_count": uint32(4), "attention.head_count_kv": uint32(2),
 			"rope.freq_base": float32(1e6), "attention.layer_norm_rms_epsilon": float32(1e-6),
 			"attention.key_length": uint32(128), "attention.value_length": uint32(128)}},
+		{tinyQwen3MoE, map[string]any{"block_count": uint32(2), "context_length": uint32(512), "embedding_length": uint32(256),
+			"feed_forward_length": uint32(128), "attention.head_count": uint32(4), "attention.head_count_kv": uint32(2),
+			"rope.freq_base": float32(1e6), "attention.layer_norm_rms_epsilon": float32(1e-6),
+			"attention.key_length": uint32(128), "attention.value_length": uint32(128),
+			"expert_count": uint32(8), "expert_used_count": uint32(2), "expert_feed_forward_length": uint32(64)}},
 		{tinyGemma3, map[string]any{"block_count": uint32(2), "context_length": uint32(512), "embedding_length": uint32(256),
 			"feed_forward_length": uint32(512), "attention.head_count": uint32(4), "attention.head_count_kv": uint32(1),
 			"rope.scaling.type": "linear", "rope.scaling.factor": float32(8),
@@ -87,6 +95,10 @@ func TestFamilyTensors(t *testing.T) {
 			map[string][]int{"attn_norm": {256}, "attn_q": {256, 512}, "attn_k": {256, 256}, "attn_v": {256, 256},
 				"attn_q_norm": {128}, "attn_k_norm": {128}, "attn_output": {512, 256},
 				"ffn_norm": {256}, "ffn_gate": {256, 512}, "ffn_up": {256, 512}, "ffn_down": {512, 256}}},
+		{tinyQwen3MoE, map[string][]int{"token_embd.weight": {256, 300}, "output_norm.weight": {256}, "output.weight": {256, 300}},
+			map[string][]int{"attn_norm": {256}, "attn_q": {256, 512}, "attn_k": {256, 256}, "attn_v": {256, 256},
+				"attn_q_norm": {128}, "attn_k_norm": {128}, "attn_output": {512, 256}, "ffn_norm": {256},
+				"ffn_gate_inp": {256, 8}, "ffn_gate_exps": {256, 64, 8}, "ffn_up_exps": {256, 64, 8}, "ffn_down_exps": {64, 256, 8}}},
 		{tinyGemma3, map[string][]int{"token_embd.weight": {256, 300}, "output_norm.weight": {256}},
 			map[string][]int{"attn_norm": {256}, "attn_q": {256, 256}, "attn_k": {256, 64}, "attn_v": {256, 64},
 				"attn_q_norm": {64}, "attn_k_norm": {64}, "attn_output": {256, 256}, "post_attention_norm": {256},
@@ -136,7 +148,7 @@ func TestDeterministic(t *testing.T) {
 		}
 		return b.Bytes()
 	}
-	for _, s := range []Shape{tinyQwen3, tinyGemma3, tinyPhi3} {
+	for _, s := range []Shape{tinyQwen3, tinyQwen3MoE, tinyGemma3, tinyPhi3} {
 		t.Run(s.Arch, func(t *testing.T) {
 			a, b, c := write(s, 5, 1), write(s, 5, 3), write(s, 6, 2)
 			if !bytes.Equal(a, b) {

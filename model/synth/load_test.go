@@ -18,7 +18,7 @@ func TestSynthModelRuns(t *testing.T) {
 	for _, c := range []struct {
 		s   Shape
 		typ gguf.Type
-	}{{tiny, gguf.Q4_0}, {tiny, gguf.Q4_K}, {qwen, gguf.Q8_0}} {
+	}{{tiny, gguf.Q4_0}, {tiny, gguf.Q4_K}, {qwen, gguf.Q8_0}, {tinyQwen3MoE, gguf.Q8_0}} {
 		t.Run(c.s.Arch+"/"+c.typ.String(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			if err := Write(path, Options{Shape: c.s, Type: c.typ, Seed: 9}); err != nil {

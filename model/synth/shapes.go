@@ -16,9 +16,10 @@ import (
 // dimensions say.
 type Shape struct {
 	// Arch is general.architecture: "llama", "qwen2" (biased Q, K, V),
-	// "qwen3" (per-head Q and K norms), "gemma3" (Q/K norms, norms after
-	// attention and feed-forward, sliding-window layers) or "phi3" (fused
-	// QKV and gate-up, partial LongRoPE).
+	// "qwen3" (per-head Q and K norms), "qwen3moe" (qwen3's attention, a
+	// mixture of experts for feed-forward), "gemma3" (Q/K norms, norms
+	// after attention and feed-forward, sliding-window layers) or "phi3"
+	// (fused QKV and gate-up, partial LongRoPE).
 	Arch      string
 	Name      string
 	Dim       int // embedding length
@@ -53,6 +54,12 @@ type Shape struct {
 	Llama3Rope *Llama3Rope
 	// LongRope, if set (phi3 only), is Phi-3's LongRoPE scaling.
 	LongRope *LongRope
+	// Experts, ExpertsUsed and ExpertHiddenDim shape a qwen3moe's mixture
+	// of experts (expert_count, expert_used_count,
+	// expert_feed_forward_length); HiddenDim is then only the
+	// feed_forward_length key (the dense intermediate size the converter
+	// writes). Zero for the dense families.
+	Experts, ExpertsUsed, ExpertHiddenDim int
 	// Vocab names the vocabulary file Load looks for by default: "default"
 	// for the default model, a file name ending in .gguf for a model at
 	// the top of the model cache, else a llama.cpp ggml-vocab-NAME.gguf.
@@ -76,7 +83,10 @@ func (s Shape) RotaryDim() int {
 }
 
 // Archs lists the architectures synth writes.
-func Archs() []string { return []string{"llama", "qwen2", "qwen3", "gemma3", "phi3"} }
+func Archs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3"} }
+
+// MoE reports whether the shape's feed-forward is a mixture of experts.
+func (s Shape) MoE() bool { return s.Arch == "qwen3moe" }
 
 // Validate checks that the dimensions are positive and consistent, and
 // what llama.cpp requires of the family.
@@ -96,6 +106,11 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("synth: llama rotates whole heads (llama.cpp rejects rope.dimension_count %d ≠ head size %d)", s.RotaryDim(), s.HeadDim())
 	case s.Arch == "phi3" && s.Heads*s.HeadDim() != s.Dim:
 		return fmt.Errorf("synth: phi3 needs heads × head size = dim (llama.cpp's attn_output is dim × dim): %d × %d ≠ %d", s.Heads, s.HeadDim(), s.Dim)
+	case s.MoE() && (s.Experts <= 0 || s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts || s.ExpertHiddenDim <= 0):
+		return fmt.Errorf("synth: %s needs experts, experts used (at most the experts) and an expert length: %d, %d, %d",
+			s.Arch, s.Experts, s.ExpertsUsed, s.ExpertHiddenDim)
+	case !s.MoE() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertHiddenDim != 0):
+		return fmt.Errorf("synth: %s has no experts", s.Arch)
 	case s.LongRope != nil && s.Arch != "phi3":
 		return fmt.Errorf("synth: LongRoPE factors are written for phi3 only, not %s", s.Arch)
 	case s.LongRope != nil && (len(s.LongRope.Short) != s.RotaryDim()/2 || len(s.LongRope.Long) != s.RotaryDim()/2 || s.LongRope.OrigCtx <= 0):
@@ -142,6 +157,8 @@ var shapes = map[string]Shape{
 		VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
 	"qwen3-4b": {Arch: "qwen3", Name: "Qwen3-4B", Dim: 2560, HiddenDim: 9728, Layers: 36, Heads: 32, KVHeads: 8, HeadSize: 128,
 		VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, Vocab: "qwen2"},
+	"qwen3-30b-a3b": {Arch: "qwen3moe", Name: "Qwen3-30B-A3B", Dim: 2048, HiddenDim: 6144, Layers: 48, Heads: 32, KVHeads: 4, HeadSize: 128,
+		Experts: 128, ExpertsUsed: 8, ExpertHiddenDim: 768, VocabSize: 151936, ContextLen: 40960, RopeTheta: 1e6, RMSEps: 1e-6, Vocab: "qwen2"},
 	"gemma-3-270m": {Arch: "gemma3", Name: "Gemma-3-270M", Dim: 640, HiddenDim: 2048, Layers: 18, Heads: 4, KVHeads: 1, HeadSize: 256,
 		VocabSize: 262144, ContextLen: 32768, RopeTheta: 1e6, RopeThetaSWA: 10000, SlidingWindow: 512, RMSEps: 1e-6, Tied: true, Vocab: gemma3Vocab},
 	"gemma-3-1b": {Arch: "gemma3", Name: "Gemma-3-1B", Dim: 1152, HiddenDim: 6912, Layers: 26, Heads: 4, KVHeads: 1, HeadSize: 256,
@@ -189,6 +206,9 @@ func family(name string) (Shape, error) {
 	case "llama", "qwen2":
 	case "qwen3":
 		s.ContextLen, s.RopeTheta, s.RMSEps, s.Vocab = 40960, 1e6, 1e-6, "qwen2"
+	case "qwen3moe":
+		s.ContextLen, s.RopeTheta, s.RMSEps, s.Vocab, s.Tied = 40960, 1e6, 1e-6, "qwen2", false
+		s.Experts, s.ExpertsUsed = 16, 4
 	case "gemma3":
 		s.ContextLen, s.RopeTheta, s.RopeThetaSWA, s.SlidingWindow, s.RMSEps, s.Vocab = 32768, 1e6, 10000, 512, 1e-6, gemma3Vocab
 	case "phi3":
@@ -204,9 +224,12 @@ func ParseDims(s string) (Shape, error) { return ParseArchDims("llama", s) }
 
 // ParseArchDims builds a shape of the family fam (see Families) from
 // "dim,hidden,layers,heads,kvheads,vocab[,headdim]" and the family's other
-// hyperparameters. The head size defaults to dim/heads; llama3, qwen3 and
-// gemma3 write it (key_length) as their converters do; phi3 rotates 3/4 of
-// each head with LongRoPE factors (Phi-4-mini's partial_rotary_factor).
+// hyperparameters. The head size defaults to dim/heads; llama3, qwen3,
+// qwen3moe and gemma3 write it (key_length) as their converters do; phi3
+// rotates 3/4 of each head with LongRoPE factors (Phi-4-mini's
+// partial_rotary_factor). For qwen3moe hidden is each expert's length
+// (16 experts, 4 per token: SetExperts changes them), and the
+// feed_forward_length key hidden × experts used.
 func ParseArchDims(fam, s string) (Shape, error) {
 	sh, err := family(fam)
 	if err != nil {
@@ -225,8 +248,12 @@ func ParseArchDims(fam, s string) (Shape, error) {
 	sh.Dim, sh.HiddenDim, sh.Layers, sh.Heads, sh.KVHeads, sh.VocabSize = v[0], v[1], v[2], v[3], v[4], v[5]
 	if len(v) == 7 {
 		sh.HeadSize = v[6]
-	} else if (fam == "llama3" || fam == "qwen3" || fam == "gemma3") && sh.Dim%sh.Heads == 0 {
+	} else if (fam == "llama3" || fam == "qwen3" || fam == "qwen3moe" || fam == "gemma3") && sh.Dim%sh.Heads == 0 {
 		sh.HeadSize = sh.Dim / sh.Heads
+	}
+	if sh.MoE() {
+		sh.ExpertHiddenDim = sh.HiddenDim
+		sh.SetExperts(sh.Experts, sh.ExpertsUsed)
 	}
 	if fam == "phi3" {
 		sh.RopeDim = 3 * sh.Dim / 4 / sh.Heads // the converter's int(0.75·dim) // heads
@@ -235,4 +262,13 @@ func ParseArchDims(fam, s string) (Shape, error) {
 		}
 	}
 	return sh, sh.Validate()
+}
+
+// SetExperts sets a mixture of experts' expert count and experts per
+// token, and the feed_forward_length it writes to ExpertHiddenDim ×
+// used (the relation llama.cpp assumes when expert_feed_forward_length is
+// absent).
+func (s *Shape) SetExperts(experts, used int) {
+	s.Experts, s.ExpertsUsed = experts, used
+	s.HiddenDim = s.ExpertHiddenDim * used
 }

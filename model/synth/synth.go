@@ -36,6 +36,7 @@ type tensor struct {
 	dims []int
 	std  float64   // normal(0, std) values, for matrices and biases
 	fill []float32 // fixed values (norms, RoPE factors), F32
+	f32  bool      // a matrix kept in F32 (a mixture's router)
 }
 
 func (t tensor) elements() int {
@@ -80,14 +81,14 @@ func Build(o Options) (*gguf.Writer, error) {
 	}
 	ts := tensors(s)
 	for _, t := range ts {
-		if t.fill == nil && len(t.dims) == 2 && t.dims[0]%o.Type.BlockSize() != 0 {
+		if tensorType(t, o.Type) == o.Type && t.dims[0]%o.Type.BlockSize() != 0 {
 			return nil, fmt.Errorf("synth: %v needs rows of a multiple of %d values; %s has %d", o.Type, o.Type.BlockSize(), t.name, t.dims[0])
 		}
 	}
 	w := gguf.NewWriter()
 	addMetadata(w, s, ft)
 	switch {
-	case o.Vocab != nil && s.Arch == "qwen3" && isQwen2BPE(o.Vocab):
+	case o.Vocab != nil && (s.Arch == "qwen3" || s.Arch == "qwen3moe") && isQwen2BPE(o.Vocab):
 		if err := addQwen3Tokenizer(w, o.Vocab, s.VocabSize); err != nil {
 			return nil, err
 		}
@@ -166,9 +167,10 @@ func padded[T any](a []T, n int, fill T) []T {
 	return out
 }
 
-// tensorType is typ for matrices, F32 for everything else.
+// tensorType is typ for matrices (2-D, or 3-D stacks of experts), F32 for
+// everything else and the matrices kept in F32.
 func tensorType(t tensor, typ gguf.Type) gguf.Type {
-	if t.fill != nil || len(t.dims) != 2 {
+	if t.fill != nil || t.f32 || len(t.dims) < 2 {
 		return gguf.F32
 	}
 	return typ

@@ -11,7 +11,7 @@ import (
 
 func TestShapes(t *testing.T) {
 	headDims := map[string]int{"llama-3.2-3b": 128, "qwen3-0.6b": 128, "qwen3-1.7b": 128, "qwen3-4b": 128,
-		"gemma-3-270m": 256, "gemma-3-1b": 256, "gemma-3-4b": 256, "phi-4-mini": 128}
+		"qwen3-30b-a3b": 128, "gemma-3-270m": 256, "gemma-3-1b": 256, "gemma-3-4b": 256, "phi-4-mini": 128}
 	for _, name := range Shapes() {
 		t.Run(name, func(t *testing.T) {
 			s, err := Lookup(name)
@@ -62,6 +62,7 @@ func TestParseDims(t *testing.T) {
 		{"phi3", "40,128,2,4,2,300", false},    // 30/4 = 7 rotated dims: odd
 		{"mamba", "64,128,2,4,2,300", false},
 		{"llama3", "64,128,2,4,2,300", true},
+		{"qwen3moe", "64,32,2,4,2,300", true}, // 16 experts of 32, 4 per token
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"/"+c.in, func(t *testing.T) {
