@@ -82,13 +82,19 @@ mpi-deps:
 # TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both;
 # dual-batch overlap on equals off bit for bit at TP=2 and TP=4); then the
 # race detector with -short over the packages with concurrency (RACE_PKGS:
-# the engine loop, the server, the runner, the kernels' worker pool and fused
-# jobs, dist, the commands and clients, the in-process tensor-parallel
-# model tests, synth's parallel writers), skipping the numerical comparisons with llama.cpp
+# the server, the runner, the kernels' worker pool and fused jobs, dist, the
+# commands and clients, the in-process tensor-parallel model tests, synth's
+# parallel writers), skipping the numerical comparisons with llama.cpp
 # (RACE_SKIP), which the full pass ran and which have no concurrency of
-# their own.
-RACE_PKGS := ./engine/ ./server/ ./runner/ ./dist/ ./cmd/pagoda/ ./bench/ ./model/llama/ \
-	./grammar/ ./internal/hugemem/ ./internal/hub/...
+# their own; of the engine and grammar packages, the tests that run
+# goroutines (RACE_ENGINE: the loop with concurrent adds and aborts, faults,
+# grammar compile workers, tensor-parallel failure; RACE_GRAMMAR: matchers
+# shared across goroutines): their other tests step the engine on one
+# goroutine, and the kernels' pool they call is covered by RACE_KERNELS.
+RACE_PKGS := ./server/ ./runner/ ./dist/ ./cmd/pagoda/ ./bench/ ./model/llama/ \
+	./internal/hugemem/ ./internal/hub/...
+RACE_ENGINE := Concurrent|Loop|Abort|Shutdown|Fault|Grammar|TP|Embed|Failed|Race
+RACE_GRAMMAR := Concurrent
 RACE_KERNELS := Pool|Phased|Fused|Invariance|NoAlloc|SteadyState|MatMulN$$|MLP$$|NormMatMulN|AttentionMatMul|GLUJob
 RACE_SKIP := TestGemma3|TestSynthFamilies|TestSmolLM2Reference|TestSmolLM2TeacherForced|TestFamiliesFastArithmetic|TestKQuantFastArithmetic
 test: export PAGODA_MAKE_TEST = 1
@@ -99,6 +105,8 @@ test: model gemma3 vocab deps fmt-check vet
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel|TestServeTPRankFaults)' ./engine/ ./cmd/pagoda/
 	$(GO) test -count=1 -race -short -timeout 40m -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_ENGINE)' ./engine/
+	$(GO) test -count=1 -race -short -timeout 10m -run '$(RACE_GRAMMAR)' ./grammar/
 	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_KERNELS)' ./kernels/
 	$(GO) test -count=1 -race -short -timeout 10m -run 'Deterministic' ./model/synth/
 

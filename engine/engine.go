@@ -215,6 +215,9 @@ type Request struct {
 // AddRequest validates r and queues it. The stream delivers its outputs;
 // errors here are the caller's (bad parameters, prompt too long).
 func (e *Engine) AddRequest(r Request) (*Stream, error) {
+	if err := e.Failed(); err != nil {
+		return nil, err // refused at once, also before the loop has stopped
+	}
 	req, err := e.newRequest(r)
 	if err != nil {
 		return nil, err
