@@ -53,7 +53,8 @@ apt_install = if [ -n "$$need" ]; then \
 
 # The test tools from Debian: python3-venv lets the end-to-end tests install
 # the OpenAI Python client (and LangChain), nodejs and npm the OpenAI Node
-# client; Open MPI (mpi-deps) builds and runs package dist's MPI tests.
+# client, chromium and chromium-driver drive the chat page in a headless
+# browser; Open MPI (mpi-deps) builds and runs package dist's MPI tests.
 # Installed only when missing, and only as root (otherwise: a hint).
 # Nothing here starts a service.
 deps: mpi-deps
@@ -61,6 +62,8 @@ deps: mpi-deps
 	python3 -m venv --help >/dev/null 2>&1 || need="$$need python3-venv"; \
 	command -v node >/dev/null 2>&1 || need="$$need nodejs"; \
 	command -v npm >/dev/null 2>&1 || need="$$need npm"; \
+	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || need="$$need chromium-driver"; \
 	$(call apt_install,test tools)
 
 # Open MPI's headers, library and mpirun (with pkg-config, which cgo asks

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -36,12 +37,13 @@ func (h Hangup) String() string {
 // the same seed and index give the same request.
 type soakRequest struct {
 	Index    int
-	Endpoint string // CompletionsPath or ChatPath
+	Endpoint string // CompletionsPath, ChatPath or another protocol's (soak_protocols.go)
 	Shape    string // what the request exercises, e.g. "completions stream n=2 logprobs"
 	Body     []byte
 	Stream   bool
 	// Choices is the number of choices a complete response carries
-	// (n × prompts), each with a finish_reason.
+	// (n × prompts), each with a finish_reason; for embeddings, the number
+	// of inputs.
 	Choices int
 
 	// Malformed names the defect of a malformed request ("" when
@@ -67,7 +69,7 @@ type soakRequest struct {
 // PlanConfig is what the planner needs of a soak's configuration.
 type PlanConfig struct {
 	Model          string
-	Endpoints      []string // CompletionsPath and/or ChatPath
+	Endpoints      []string // some of AllEndpoints
 	MaxTokens      int      // max_tokens is drawn from [1, MaxTokens]
 	MaxPromptWords int      // prompts have 1..MaxPromptWords words
 	HangupRate     float64  // fraction of requests the client hangs up on
@@ -95,8 +97,8 @@ func (c PlanConfig) Validate() error {
 		return fmt.Errorf("no endpoint to send to")
 	}
 	for _, e := range c.Endpoints {
-		if e != CompletionsPath && e != ChatPath {
-			return fmt.Errorf("unknown endpoint %q (want %s or %s)", e, CompletionsPath, ChatPath)
+		if !slices.Contains(AllEndpoints, e) {
+			return fmt.Errorf("unknown endpoint %q (want one of %s)", e, strings.Join(AllEndpoints, ", "))
 		}
 	}
 	return nil
@@ -123,7 +125,7 @@ func planRequest(c PlanConfig, i int) soakRequest {
 		req = planShape(c, r, i, h == HangupMidStream)
 	}
 	if h == HangupMidStream && !req.Stream {
-		h = HangupEarly // beam search, best_of > n and prompt_logprobs do not stream
+		h = HangupEarly // beam search, best_of > n, prompt_logprobs and embeddings do not stream
 	}
 	req.Hangup, req.HangupAt, req.HangupChunks = h, r.Float64()*1.5, r.IntN(4)
 	return req
@@ -137,10 +139,15 @@ type shapeOpts struct {
 
 // planShape draws a well-formed request mixing n, best_of (> n too), beam
 // search, prompt_logprobs, logprobs, stop strings, streaming, priorities,
-// both endpoints and prompt lists.
+// both endpoints and prompt lists; or one to another protocol's endpoint
+// (planProtocol).
 func planShape(c PlanConfig, r *rand.Rand, i int, wantStream bool) soakRequest {
+	ep := c.Endpoints[r.IntN(len(c.Endpoints))]
+	if !isOpenAI(ep) {
+		return planProtocol(c, r, i, ep, wantStream)
+	}
 	var o shapeOpts
-	o.chat = c.Endpoints[r.IntN(len(c.Endpoints))] == ChatPath
+	o.chat = ep == ChatPath
 	o.n = []int{1, 1, 1, 2, 3}[r.IntN(5)]
 	switch k := r.IntN(10); {
 	case k < 2:

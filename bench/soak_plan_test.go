@@ -182,7 +182,7 @@ func TestPlanConfigValidate(t *testing.T) {
 		func(c *PlanConfig) { c.MaxTokens = 0 },
 		func(c *PlanConfig) { c.MaxPromptWords = 0 },
 		func(c *PlanConfig) { c.Endpoints = nil },
-		func(c *PlanConfig) { c.Endpoints = []string{"/v1/embeddings"} },
+		func(c *PlanConfig) { c.Endpoints = []string{"/v1/audio/speech"} },
 	} {
 		c := testPlanConfig()
 		mod(&c)

@@ -49,6 +49,9 @@ type SoakReport struct {
 	// LostShapes counts the lost requests by shape; FirstLost is the
 	// first lost request in plan order.
 	LostShapes map[string]int `json:"lost_shapes"`
+	// ByEndpoint counts the requests by endpoint and outcome
+	// ("/v1/messages completed").
+	ByEndpoint map[string]int `json:"by_endpoint"`
 	FirstLost  string         `json:"first_lost,omitempty"`
 
 	// Preemptions is the growth of vllm:num_preemptions_total during the
@@ -95,7 +98,8 @@ func newSoakReport(cfg SoakConfig) *SoakReport {
 	r := &SoakReport{Model: cfg.Model, NumRequests: cfg.NumRequests, MaxConcurrency: cfg.MaxConcurrency,
 		HangupRate: cfg.HangupRate, MalformedRate: cfg.MalformedRate, Seed: cfg.Seed,
 		AbortedByPhase: map[string]int{}, MalformedAccepted: map[string]int{}, MalformedOutcomes: map[string]int{},
-		RejectedReasons: map[string]int{}, LostReasons: map[string]int{}, LostShapes: map[string]int{}}
+		RejectedReasons: map[string]int{}, LostReasons: map[string]int{}, LostShapes: map[string]int{},
+		ByEndpoint: map[string]int{}}
 	if u, err := url.Parse(cfg.BaseURL); err == nil {
 		r.host = u.Host
 	}
@@ -133,6 +137,7 @@ func foldReason(reason, host string) string {
 // add counts one request's outcome.
 func (r *SoakReport) add(req soakRequest, res soakResult) {
 	r.Sent++
+	r.ByEndpoint[req.Endpoint+" "+res.Outcome.String()]++
 	if req.Hangup != NoHangup {
 		r.HangupsPlanned++
 		if res.Outcome == Completed {

@@ -16,7 +16,8 @@ type Outcome int
 
 const (
 	// Completed: a full response (JSON or a stream ending in [DONE]) whose
-	// every choice has a finish_reason.
+	// every choice has a finish_reason (for the other protocols, their own
+	// complete answer: soak_protocols.go).
 	Completed Outcome = iota
 	// Aborted: the client hung up (planned hang-ups, and raw requests whose
 	// server was still reading the body at the stall timeout).
@@ -113,14 +114,20 @@ func (s *soaker) classify(ctx context.Context, req soakRequest, resp *http.Respo
 		return soakResult{Outcome: Lost, Reason: errorReason(resp)}
 	}
 	var res soakResult
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	ct := resp.Header.Get("Content-Type")
+	stream := strings.HasPrefix(ct, "text/event-stream") ||
+		(req.Endpoint == OllamaChatPath && strings.HasPrefix(ct, "application/x-ndjson"))
 	switch {
 	case req.Malformed == "" && stream != req.Stream:
-		return soakResult{Outcome: Lost, Reason: fmt.Sprintf("asked stream=%v, got Content-Type %q", req.Stream, resp.Header.Get("Content-Type"))}
-	case stream:
+		return soakResult{Outcome: Lost, Reason: fmt.Sprintf("asked stream=%v, got Content-Type %q", req.Stream, ct)}
+	case stream && isOpenAI(req.Endpoint):
 		res = readStream(ctx, req, resp.Body, cancel, start)
-	default:
+	case stream:
+		res = readProtocolStream(ctx, req, resp.Body, cancel, start)
+	case isOpenAI(req.Endpoint):
 		res = readJSON(ctx, req, resp.Body)
+	default:
+		res = readProtocolJSON(ctx, req, resp.Body)
 	}
 	if req.Malformed != "" && !req.MayAccept && res.Outcome != Rejected {
 		res.Accepted = true
@@ -136,9 +143,14 @@ func errorReason(resp *http.Response) string {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
+	var ollama struct {
+		Error string `json:"error"`
+	}
 	msg := strings.TrimSpace(string(b))
 	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
+	} else if json.Unmarshal(b, &ollama) == nil && ollama.Error != "" {
+		msg = ollama.Error
 	}
 	return fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
 }

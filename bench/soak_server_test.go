@@ -109,6 +109,10 @@ func (f *soakServer) answer(w http.ResponseWriter, r *http.Request, req soakRequ
 		fmt.Fprint(w, `{"error":{"message":"no"}}`)
 		return
 	}
+	if !isOpenAI(req.Endpoint) {
+		f.answerProtocol(w, r, req, how)
+		return
+	}
 	if !req.Stream {
 		if !wait(r.Context(), f.delay) {
 			return

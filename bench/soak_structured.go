@@ -47,9 +47,10 @@ func structuredKind(c PlanConfig, i int) (string, *rand.Rand) {
 }
 
 // planStructured draws a constrained request of kind: n 1, no beam search (a constraint
-// does not combine with it), streamed when wantStream or at random.
+// does not combine with it), streamed when wantStream or at random; to chat when the
+// endpoint drawn is another protocol's.
 func planStructured(c PlanConfig, r *rand.Rand, i int, kind string, wantStream bool) soakRequest {
-	chat := c.Endpoints[r.IntN(len(c.Endpoints))] == ChatPath
+	chat := c.Endpoints[r.IntN(len(c.Endpoints))] != CompletionsPath
 	body := map[string]any{"model": c.Model, "max_tokens": 1 + r.IntN(c.MaxTokens), "temperature": []float64{0, 0.7}[r.IntN(2)],
 		"seed": r.IntN(1000)}
 	if chat {

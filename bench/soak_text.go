@@ -19,6 +19,12 @@ func (r *SoakReport) WriteText(w io.Writer, verbose bool) {
 	line("%-34s %d at concurrency %d, seed %d", "Requests:", r.NumRequests, r.MaxConcurrency, r.Seed)
 	line("%-34s %.2f", "Duration (s):", r.DurationS)
 	line("%-34s %d", "Sent:", r.Sent)
+	if len(r.ByEndpoint) > 0 {
+		line("  by endpoint and outcome:")
+		for _, k := range slices.Sorted(maps.Keys(r.ByEndpoint)) {
+			fmt.Fprintf(w, "    %6d  %s\n", r.ByEndpoint[k], k)
+		}
+	}
 	line("%-34s %d", "Completed:", r.Completed)
 	line("%-34s %d (of %d hang-ups planned; %d came after the response)", "Aborted (client hang-ups):",
 		r.Aborted, r.HangupsPlanned, r.HangupsMissed)

@@ -14,10 +14,11 @@ import (
 	"pagoda/internal/testmodel"
 )
 
-// TestReadmeExamples runs the README's first requests as written — its
-// ```sh block with curl and its ```python block with the OpenAI client —
-// against `pagoda serve smollm2` started as the README starts it (the model
-// by its reference, whose name the requests use), only on another port.
+// TestReadmeExamples runs the README's requests as written — its ```sh
+// blocks with curl (a chat completion, an Anthropic message) and its
+// ```python block with the OpenAI client — against `pagoda serve smollm2`
+// started as the README starts it (the model by its reference, whose name
+// the requests use), only on another port.
 func TestReadmeExamples(t *testing.T) {
 	testmodel.Default(t)
 	readme, err := os.ReadFile(testmodel.RepoFile(t, "README.md"))
@@ -49,12 +50,20 @@ func TestReadmeExamples(t *testing.T) {
 		out := runExample(t, "README sh block "+strconv.Itoa(i), exec.Command("bash", "-euo", "pipefail", "-c", here(code)))
 		var resp struct {
 			Model   string `json:"model"`
+			Type    string `json:"type"`
 			Choices []struct {
 				Message struct{ Content string } `json:"message"`
 			} `json:"choices"`
+			Content []struct{ Type, Text string } `json:"content"` // Anthropic's message
 		}
-		if err := json.Unmarshal(out, &resp); err != nil || len(resp.Choices) == 0 || resp.Choices[0].Message.Content == "" {
-			t.Fatalf("sh block %d: not a chat completion with content (%v): %s", i, err, out)
+		err := json.Unmarshal(out, &resp)
+		switch {
+		case err == nil && resp.Type == "message":
+			if len(resp.Content) == 0 || resp.Content[0].Text == "" {
+				t.Fatalf("sh block %d: an Anthropic message without text: %s", i, out)
+			}
+		case err != nil || len(resp.Choices) == 0 || resp.Choices[0].Message.Content == "":
+			t.Fatalf("sh block %d: not a chat completion or message with content (%v): %s", i, err, out)
 		}
 		if resp.Model != "smollm2" {
 			t.Errorf("sh block %d: model %q, want smollm2 (the name typed on the command line)", i, resp.Model)

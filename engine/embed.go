@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -23,6 +24,26 @@ import (
 // hidden state of every (or the first) position, so they ask for every
 // row (sched.Group.AllLogits) and bypass the prefix cache, as prompt
 // logprobs do.
+
+// An embedding-only model (model.Config.Embedding: BERT) attends
+// bidirectionally, so a token's hidden state depends on the whole input:
+// its requests always compute every token (no prefix sharing, whatever the
+// pooling) in one step (sched.Group.Whole: never chunked), an input longer
+// than the step budget (--max-num-batched-tokens) is refused, and so is
+// generation (ErrEmbeddingModel).
+
+// ErrEmbeddingModel refuses a generation request to an embedding-only
+// model.
+var ErrEmbeddingModel = errors.New("the model is an embedding model: it serves embeddings only, not generation")
+
+// DefaultPooling is the pooling the model's file names (llama.cpp's
+// default for it: BERT's pooling_type), else last.
+func (e *Engine) DefaultPooling() Pooling {
+	if p, err := ParsePooling(e.model.Config().Pooling); err == nil {
+		return p
+	}
+	return PoolLast
+}
 
 // Pooling is how an embedding request pools its positions' hidden states:
 // vLLM's --pooling-type names (lower case). "" is a generation request.
@@ -72,6 +93,10 @@ func (e *Engine) newEmbedRequest(r Request) (*request, error) {
 	if n > limit {
 		return nil, fmt.Errorf("%w: the input has %d tokens and the model's maximum length is %d", ErrPromptTooLong, n, limit)
 	}
+	whole := e.model.Config().Embedding
+	if budget := e.cfg.MaxNumBatchedTokens; whole && n > budget {
+		return nil, fmt.Errorf("%w: the input has %d tokens; an embedding model's bidirectional attention computes it in one step, of at most %d tokens (--max-num-batched-tokens)", ErrPromptTooLong, n, budget)
+	}
 	for _, id := range r.PromptTokens {
 		if id < 0 || int(id) >= vocab {
 			return nil, fmt.Errorf("prompt token id %d is out of range [0, %d)", id, vocab)
@@ -88,7 +113,7 @@ func (e *Engine) newEmbedRequest(r Request) (*request, error) {
 	req.metrics.Arrival = time.Now()
 	seq := &sched.Sequence{Tokens: slices.Clone(r.PromptTokens), NumPromptTokens: n}
 	req.group = &sched.Group{RequestID: id, Priority: r.Priority, Seqs: []*sched.Sequence{seq},
-		MaxSeqs: 1, AllLogits: r.Pooling != PoolLast}
+		MaxSeqs: 1, AllLogits: r.Pooling != PoolLast || whole, Whole: whole}
 	req.seqs[seq] = e.newOutputState(req, 0)
 	return req, nil
 }

@@ -58,8 +58,9 @@ type Engine struct {
 	masks   maskTimes // this step's mask computations
 	stats   Stats
 	snap    atomic.Pointer[Stats]
-	spec    proposer // speculative decoding's proposer; nil: off
-	draft   []int32  // scratch: one sequence's proposals
+	spec    proposer  // speculative decoding's proposer; nil: off
+	draft   []int32   // scratch: one sequence's proposals
+	jobs    []specJob // scratch: the sequences a draft model proposes for
 	onStep  func(StepInfo)
 
 	fail failure // failure.go
@@ -93,7 +94,9 @@ func load(cfg Config) (*Engine, error) {
 	}
 	e, err := newEngine(cfg, m, f)
 	if err == nil {
-		err = e.sendLayout(e.NumBlocks())
+		if err = e.sendLayout(e.NumBlocks()); err != nil {
+			e.closeDraft()
+		}
 	}
 	if err != nil {
 		m.Close()
@@ -151,6 +154,12 @@ func newEngine(cfg Config, m model.Model, f *gguf.File) (*Engine, error) {
 		e.spec = ngramProposer{min: sc.PromptLookupMin, max: sc.PromptLookupMax}
 	case sc.Method == "suffix":
 		e.spec = newSuffixProposer(sc)
+	case sc.Method == "draft_model":
+		d, err := newDraftProposer(&e.cfg, m, f, numBlocks)
+		if err != nil {
+			return nil, err
+		}
+		e.spec = d
 	}
 	e.publishStats()
 	return e, nil
@@ -399,7 +408,7 @@ func (e *Engine) Close() error {
 		<-e.stopped
 	}
 	err := e.stopRanks()
-	return errors.Join(err, e.model.Close())
+	return errors.Join(err, e.closeDraft(), e.model.Close())
 }
 
 // Generate runs prompts to completion with the same parameters, like vLLM's

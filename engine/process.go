@@ -219,7 +219,7 @@ func (e *Engine) finishSeq(r *request, q *sched.Sequence, st *outputState, reaso
 	st.hasDelta = true
 	e.sched.FinishSeq(q)
 	if e.spec != nil {
-		e.spec.finished(q.Tokens, q.NumPromptTokens)
+		e.spec.finished(q.ID, q.Tokens, q.NumPromptTokens)
 	}
 }
 

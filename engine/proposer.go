@@ -15,8 +15,8 @@ type proposer interface {
 	// proposer state (nil before its first call).
 	propose(st *proposerState, tokens []int32, k int, dst []int32) []int32
 	// finished records a finished sequence's output (suffix decoding's
-	// cache of recent requests).
-	finished(tokens []int32, numPrompt int)
+	// cache of recent requests) and drops its state (the draft model's).
+	finished(seqID int64, tokens []int32, numPrompt int)
 }
 
 // proposerState is one sequence's proposer state and acceptance record.
@@ -64,7 +64,7 @@ func (g ngramProposer) propose(_ *proposerState, tokens []int32, k int, dst []in
 	return dst
 }
 
-func (ngramProposer) finished([]int32, int) {}
+func (ngramProposer) finished(int64, []int32, int) {}
 
 // suffixProposer is suffix decoding (Arctic Inference, vLLM's suffix
 // method): an index of which token followed every context of up to depth
@@ -129,7 +129,7 @@ func (p *suffixProposer) next(own *suffixIndex, ctx []int32) (int32, float64, in
 	return 0, 0, 0
 }
 
-func (p *suffixProposer) finished(tokens []int32, numPrompt int) {
+func (p *suffixProposer) finished(_ int64, tokens []int32, numPrompt int) {
 	if p.maxReqs == 0 {
 		return
 	}

@@ -67,6 +67,9 @@ func (e *Engine) newRequest(r Request) (*request, error) {
 	if r.Pooling != "" {
 		return e.newEmbedRequest(r)
 	}
+	if e.model.Config().Embedding {
+		return nil, ErrEmbeddingModel
+	}
 	vocab := e.model.Config().VocabSize
 	p := r.Params
 	if err := p.Validate(vocab); err != nil {

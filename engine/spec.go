@@ -18,11 +18,14 @@ import (
 type SpeculativeConfig struct {
 	// Method: "ngram" (prompt lookup: the tokens that followed the latest
 	// earlier occurrence of the sequence's last n tokens, n from
-	// PromptLookupMax down to PromptLookupMin) or "suffix" (suffix
+	// PromptLookupMax down to PromptLookupMin), "suffix" (suffix
 	// decoding: the continuation most often seen after the longest suffix
 	// of the sequence found in its own tokens or in recent requests'
 	// outputs, grown while its estimated probability stays above
-	// SuffixMinTokenProb, so the draft length adapts).
+	// SuffixMinTokenProb, so the draft length adapts) or "draft_model"
+	// (a smaller model with the same vocabulary, Model, proposes greedily;
+	// draft.go). As in vLLM, a Model without a Method means "draft_model"
+	// ("[ngram]": "ngram").
 	Method               string `json:"method"`
 	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
 	PromptLookupMin      int    `json:"prompt_lookup_min"`
@@ -36,7 +39,7 @@ type SpeculativeConfig struct {
 	SuffixMaxCachedRequests int     `json:"suffix_decoding_max_cached_requests"`
 	SuffixMinTokenProb      float64 `json:"suffix_decoding_min_token_prob"`
 	SuffixMaxSpecFactor     float64 `json:"suffix_decoding_max_spec_factor"`
-	// Model is a draft model's GGUF (method "draft_model"; not supported yet).
+	// Model is the draft model's GGUF (method "draft_model").
 	Model string `json:"model"`
 	// DisableLogprobs is accepted for vLLM's sake: logprobs are those of
 	// plain decoding either way.
@@ -60,6 +63,14 @@ func ParseSpeculativeConfig(s string) (*SpeculativeConfig, error) {
 
 // resolve fills the defaults and checks the ranges.
 func (c *SpeculativeConfig) resolve() error {
+	if c.Method == "" && c.Model != "" { // vLLM detects the method from the model
+		switch c.Model {
+		case "[ngram]", "ngram":
+			c.Method, c.Model = "ngram", ""
+		default:
+			c.Method = "draft_model"
+		}
+	}
 	switch c.Method {
 	case "ngram":
 		if c.NumSpeculativeTokens == 0 {
@@ -95,15 +106,22 @@ func (c *SpeculativeConfig) resolve() error {
 			return fmt.Errorf("suffix_decoding_max_tree_depth %d (1..64), max_cached_requests %d (≥ 0), min_token_prob %v (0..1), max_spec_factor %v (> 0)",
 				c.SuffixMaxTreeDepth, c.SuffixMaxCachedRequests, c.SuffixMinTokenProb, c.SuffixMaxSpecFactor)
 		}
-	case "draft_model", "eagle", "eagle3", "mtp", "medusa", "mlp_speculator":
-		return fmt.Errorf("method %q is not supported yet (ngram and suffix are)", c.Method)
+	case "draft_model":
+		if c.Model == "" {
+			return fmt.Errorf(`method "draft_model" needs model (the draft model's GGUF file)`)
+		}
+		if c.NumSpeculativeTokens == 0 {
+			return fmt.Errorf(`method "draft_model" needs num_speculative_tokens`)
+		}
+	case "eagle", "eagle3", "mtp", "medusa", "mlp_speculator":
+		return fmt.Errorf("method %q is not supported yet (ngram, suffix and draft_model are)", c.Method)
 	case "":
-		return fmt.Errorf(`method is required: "ngram" or "suffix"`)
+		return fmt.Errorf(`method is required: "ngram", "suffix" or "draft_model"`)
 	default:
-		return fmt.Errorf("unknown method %q (ngram or suffix)", c.Method)
+		return fmt.Errorf("unknown method %q (ngram, suffix or draft_model)", c.Method)
 	}
-	if c.Model != "" {
-		return fmt.Errorf("model %q: a draft model is not supported yet (ngram and suffix need none)", c.Model)
+	if c.Model != "" && c.Method != "draft_model" {
+		return fmt.Errorf("model %q: method %q uses no model", c.Model, c.Method)
 	}
 	if c.NumSpeculativeTokens < 1 || c.NumSpeculativeTokens > 64 {
 		return fmt.Errorf("num_speculative_tokens %d: want 1..64", c.NumSpeculativeTokens)
@@ -123,17 +141,33 @@ func (c *SpeculativeConfig) resolve() error {
 // that keep every row's logits (prompt logprobs) and beam searches do not
 // speculate. A sequence proposes at most what its max_tokens and the
 // model length leave after the token it samples anyway.
+//
+// A draft model proposes for all of them at once (draftProposer.run), and
+// first drops the draft state of the sequences that no longer run.
 func (e *Engine) propose() {
 	if e.spec == nil {
 		return
 	}
+	d, _ := e.spec.(*draftProposer)
 	running := 0
+	if d != nil {
+		d.beginRound()
+	}
 	for _, r := range e.reqs {
 		running += r.group.NumUnfinished()
+		for q, st := range r.seqs {
+			if d != nil && st.finish == "" && q.Status == sched.StatusRunning {
+				d.live(q.ID)
+			}
+		}
+	}
+	if d != nil {
+		d.sweep()
 	}
 	if running >= e.cfg.Speculative.DisableByBatchSize {
 		return
 	}
+	e.jobs = e.jobs[:0]
 	for _, r := range e.reqs {
 		if r.beam != nil || r.group.AllLogits {
 			continue
@@ -148,8 +182,15 @@ func (e *Engine) propose() {
 			if k <= 0 || st.prop.paused() {
 				continue
 			}
+			if d != nil {
+				e.jobs = append(e.jobs, specJob{q: q, st: st, k: k})
+				continue
+			}
 			q.Spec = e.spec.propose(&st.prop, q.Tokens, k, q.Spec)
 		}
+	}
+	if d != nil {
+		d.run(e.jobs)
 	}
 }
 

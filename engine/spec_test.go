@@ -150,7 +150,7 @@ func (o *oracle) propose(_ *proposerState, tokens []int32, k int, dst []int32) [
 	return dst
 }
 
-func (o *oracle) finished([]int32, int) {}
+func (o *oracle) finished(int64, []int32, int) {}
 
 // TestSpeculativeOracles: proposals that are always right (every draft
 // accepted whole, fewer steps), always wrong (none accepted), and drafts
@@ -209,9 +209,19 @@ func TestSpeculativeConfig(t *testing.T) {
 	if c, err = ParseSpeculativeConfig(`{"method": "suffix"}`); err != nil || c.NumSpeculativeTokens != 24 || c.SuffixMinTokenProb != 0.1 {
 		t.Fatalf("%+v %v", c, err)
 	}
+	// vLLM's spellings without a method: a model is a draft model, "[ngram]" prompt lookup.
+	if c, err = ParseSpeculativeConfig(`{"model": "x.gguf", "num_speculative_tokens": 3}`); err != nil || c.Method != "draft_model" || c.Model != "x.gguf" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err = ParseSpeculativeConfig(`{"model": "[ngram]", "num_speculative_tokens": 3}`); err != nil || c.Method != "ngram" || c.Model != "" {
+		t.Fatalf("%+v %v", c, err)
+	}
 	for in, want := range map[string]string{
 		`{"method": "ngram"}`: "num_speculative_tokens",
-		`{"method": "draft_model", "model": "x.gguf", "num_speculative_tokens": 3}`:                        "not supported yet",
+		`{"method": "draft_model", "num_speculative_tokens": 3}`:                                           "needs model",
+		`{"method": "draft_model", "model": "x.gguf"}`:                                                     "num_speculative_tokens",
+		`{"method": "ngram", "model": "x.gguf", "num_speculative_tokens": 3}`:                              "uses no model",
+		`{"method": "eagle", "model": "x.gguf", "num_speculative_tokens": 3}`:                              "not supported yet",
 		`{"method": "ngram", "num_speculative_tokens": 3, "frobnicate": 1}`:                                "frobnicate",
 		`{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 4, "prompt_lookup_max": 2}`: "prompt_lookup",
 		`{"method": "magic"}`: "unknown method",

@@ -40,6 +40,14 @@ type Config struct {
 	// expert_feed_forward_length): experts of ExpertHiddenDim hidden
 	// units, ExpertsUsed of them per token. 0 for a dense model.
 	Experts, ExpertsUsed, ExpertHiddenDim int
+	// Embedding marks an embedding-only model (BERT): it has no LM head,
+	// so Forward takes an empty logits buffer and fills only Batch.Hidden,
+	// and its attention is bidirectional (every token attends to its whole
+	// sequence), so a prompt must run whole in one step and never shares a
+	// cached prefix. Pooling is the pooling its file names (llama.cpp's
+	// default for it: "mean", "cls" or "last"; "" when it names none).
+	Embedding bool
+	Pooling   string
 }
 
 // KVLayout is the model's KV cache groups.

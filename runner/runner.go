@@ -109,6 +109,9 @@ type Result struct {
 // opts.Buckets, call Warmup before the first step.
 func New(m model.Model, cache *CacheEngine, opts Options) *Runner {
 	r := &Runner{model: m, cache: cache, vocab: m.Config().VocabSize, dim: m.Config().Dim}
+	if m.Config().Embedding {
+		r.vocab = 0 // no head: no logits, only hidden states
+	}
 	if opts.Buckets != nil {
 		r.plans = newPlans(opts.Buckets, max(1, opts.MaxNumSeqs))
 	}

@@ -130,10 +130,10 @@ func (s *Scheduler) admit(g *Group, budget *int) (bool, error) {
 			cached = s.kv.NumCachedTokens(q.Tokens)
 		}
 		n := min(q.NumTokens()-cached, left)
-		if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
+		if t := s.cfg.LongPrefillTokenThreshold; t > 0 && !g.Whole {
 			n = min(n, t)
 		}
-		if (first && n <= 0) || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
+		if (first && n <= 0) || (g.Whole && n < q.NumTokens()-cached) || s.kv.CanAllocate(q.Tokens[:cached+n]) != kvcache.AllocOK {
 			s.rollback(g, mark)
 			return false, nil
 		}

@@ -67,6 +67,10 @@ type Group struct {
 	// AllLogits asks the runner for the logits of every computed position,
 	// not only the sampling one (prompt logprobs).
 	AllLogits bool
+	// Whole runs the group's prompt in one step, never chunked (an
+	// encoder's bidirectional attention needs every token at once): it is
+	// admitted only when all it has to compute fits the step's budget.
+	Whole bool
 
 	arrival int64 // admission order, for FCFS within a priority
 }

@@ -21,6 +21,7 @@ declare -A sums=(
   [ggml-vocab-gpt-2.gguf]=cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac
   [ggml-vocab-phi-3.gguf]=967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
   [ggml-vocab-deepseek-llm.gguf]=867f77537b54565f0d81d508c04edc41aa1d4ffc1a92745f225b4c1b02755f76
+  [ggml-vocab-bert-bge.gguf]=fbcbe22278fb302694d5f4a41bfe48c5f90e8e3554eab1c0435387dff654a854
   [ggml-vocab-qwen2.gguf]=44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c
   [ggml-vocab-llama-bpe.gguf]=97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e
 )

@@ -109,6 +109,8 @@ func engineError(err error) *apiError {
 	switch {
 	case errors.Is(err, engine.ErrPromptTooLong):
 		return badRequest("max_tokens", "%s", err.Error())
+	case errors.Is(err, engine.ErrEmbeddingModel):
+		return badRequest("model", "%s", err.Error())
 	case errors.Is(err, sched.ErrCacheTooSmall):
 		return badRequest("prompt", "%s", err.Error())
 	case errors.Is(err, engine.ErrEngineStopped), errors.Is(err, engine.ErrEngineFailed):

@@ -107,7 +107,9 @@ type Options struct {
 	ResponsesStoreBytes int64
 	ResponsesStoreTTL   time.Duration
 	// Pooling is how embeddings pool the model's hidden states, one of
-	// engine.Poolings(); "" means last (vLLM's default for decoder models).
+	// engine.Poolings(); "" means the model's (engine.DefaultPooling: the
+	// file's pooling_type for BERT, else last, vLLM's default for decoder
+	// models).
 	Pooling string
 	// Pull, when set, downloads a model reference into the model cache
 	// (Ollama's /api/pull), writing its progress lines to progress; nil
@@ -206,7 +208,7 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		gen: s.opts.Generation, defaults: s.opts.Generation.Apply(engine.DefaultSamplingParams()),
 		maxLogprobs: sample.MaxLogprobs, seed: s.opts.Seed, logRequests: s.opts.LogRequests, log: s.opts.Logger,
 		respStore: newResponseStore(s.opts.ResponsesStoreBytes, s.opts.ResponsesStoreTTL)}
-	b.pooling, b.pull = engine.PoolLast, s.opts.Pull
+	b.pooling, b.pull = e.DefaultPooling(), s.opts.Pull
 	if p := s.opts.Pooling; p != "" {
 		pl, err := engine.ParsePooling(p)
 		if err != nil {

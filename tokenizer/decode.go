@@ -20,7 +20,7 @@ func (t *Tokenizer) buildPieces() {
 				t.pieces[id] = text
 			}
 		case TypeNormal:
-			if t.model == ModelSPM {
+			if t.model == ModelSPM || t.model == ModelWPM {
 				t.pieces[id] = strings.ReplaceAll(text, "\u2581", " ")
 			} else {
 				t.pieces[id] = string(byteDecode(nil, text))

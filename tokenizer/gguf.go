@@ -67,6 +67,12 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 			return nil, missingOrTyped(f, keyMerges, "an array of strings")
 		}
 		c.AddBOS = llama3Family[c.Pre]
+	case ModelWPM: // llama.cpp's defaults: [CLS] 101 as BOS, [UNK] 100, [SEP] 102, [PAD] 0
+		c.BOS, c.UNK, c.SEP, c.PAD = 101, 100, 102, 0
+		c.AddBOS = true
+		if err := readNormalizer(f, &c); err != nil {
+			return nil, err
+		}
 	}
 	if err := readSpecialIDs(f, &c); err != nil {
 		return nil, err
@@ -142,6 +148,28 @@ func readSpecialIDs(f *gguf.File, c *Config) error {
 			*s.dst = int32(v)
 		}
 	}
+	return nil
+}
+
+// readNormalizer reads WordPiece's normaliser switches: lower-casing (default on) and
+// accent stripping (default: as lower-casing), as llama.cpp does.
+func readNormalizer(f *gguf.File, c *Config) error {
+	lower, strip := true, true
+	if _, present := f.Value(keyLowercase); present {
+		v, ok := f.Bool(keyLowercase)
+		if !ok {
+			return vocabErr(keyLowercase, "not a bool")
+		}
+		lower, strip = v, v
+	}
+	if _, present := f.Value(keyStripAccents); present {
+		v, ok := f.Bool(keyStripAccents)
+		if !ok {
+			return vocabErr(keyStripAccents, "not a bool")
+		}
+		strip = v
+	}
+	c.KeepCase, c.KeepAccents = !lower, !strip
 	return nil
 }
 

@@ -59,6 +59,9 @@ func (t *Tokenizer) buildCover() {
 	if t.model == ModelSPM {
 		t.maxCover = utf8.UTFMax // an unknown token stands for one character
 	}
+	if t.model == ModelWPM {
+		t.maxCover = 1 << 30 // [UNK] stands for a whole word of any length
+	}
 	for id, p := range t.pieces {
 		t.maxCover = max(t.maxCover, len(p), len(t.tokens[id]))
 	}
@@ -88,6 +91,8 @@ func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, limit int
 		case t.model == ModelSPM:
 			out = t.spmEncode(f.text, t.addSpacePrefix && prevSpecial, out)
 			prevSpecial = false
+		case t.model == ModelWPM:
+			out = t.wpmEncode(f.text, out)
 		default:
 			out = t.bpeEncode(f.text, out, limit)
 		}
@@ -97,6 +102,9 @@ func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, limit int
 	}
 	if addSpecial && t.addEOS {
 		out = append(out, t.eos)
+	}
+	if addSpecial && t.addSEP {
+		out = append(out, t.sep)
 	}
 	return out
 }

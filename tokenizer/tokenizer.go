@@ -1,7 +1,7 @@
 // Package tokenizer turns text into token ids and back for GGUF vocabularies, following
 // llama.cpp's behaviour: SentencePiece-style BPE over scores (tokenizer.ggml.model "llama") and
 // GPT-2 byte-level BPE over merge ranks ("gpt2") with the pre-tokenizer that
-// tokenizer.ggml.pre names. It also renders chat templates, detokenizes incrementally without
+// tokenizer.ggml.pre names, and BERT's WordPiece ("bert", wpm.go). It also renders chat templates, detokenizes incrementally without
 // splitting UTF-8 characters, and matches stop strings across streamed text.
 //
 // A Tokenizer is immutable after construction and safe for concurrent use.
@@ -35,7 +35,12 @@ type Tokenizer struct {
 	droppable [256]bool // bytes that may give no token at all
 
 	addBOS, addEOS, addSpacePrefix bool
-	chatTemplate                   string
+
+	// WordPiece (wpm.go): the normaliser, the longest token in bytes, and [SEP]
+	// appended after the text with the special tokens.
+	lowercase, stripAccents, addSEP bool
+	maxTokenLen                     int
+	chatTemplate                    string
 }
 
 // New builds a tokenizer from a vocabulary description.
@@ -48,6 +53,12 @@ func New(c Config) (*Tokenizer, error) {
 		bos: c.BOS, eos: c.EOS, unk: c.UNK, pad: c.PAD, eot: c.EOT, eom: c.EOM, sep: c.SEP,
 		addBOS: c.AddBOS, addEOS: c.AddEOS, addSpacePrefix: c.AddSpacePrefix,
 		chatTemplate: c.ChatTemplate,
+	}
+	if c.Model == ModelWPM {
+		t.lowercase, t.stripAccents, t.addSEP = !c.KeepCase, !c.KeepAccents, t.sep != NoToken
+		for _, s := range c.Tokens {
+			t.maxTokenLen = max(t.maxTokenLen, len(s))
+		}
 	}
 	if err := t.buildIndex(&c); err != nil {
 		return nil, err

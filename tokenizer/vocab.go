@@ -30,6 +30,7 @@ const NoToken int32 = -1
 const (
 	ModelSPM = "llama" // SentencePiece-style BPE over scores
 	ModelBPE = "gpt2"  // byte-level BPE over merge ranks
+	// ModelWPM ("bert", wpm.go) is WordPiece.
 )
 
 // ErrInvalidVocab is wrapped by every error New and FromGGUF return for bad metadata.
@@ -38,7 +39,7 @@ var ErrInvalidVocab = errors.New("tokenizer: invalid vocabulary")
 // Config describes a vocabulary. FromGGUF fills it from tokenizer.ggml.* metadata; tests and
 // tools may build one directly. Special ids are NoToken when absent.
 type Config struct {
-	Model  string      // ModelSPM or ModelBPE
+	Model  string      // ModelSPM, ModelBPE or ModelWPM
 	Pre    string      // pre-tokenizer name (BPE only); "" means "default"
 	Tokens []string    // (n_vocab) token texts, unique
 	Scores []float32   // (n_vocab) merge scores; required for SPM, ignored for BPE
@@ -48,6 +49,10 @@ type Config struct {
 	BOS, EOS, UNK, PAD, EOT, EOM, SEP int32
 
 	AddBOS, AddEOS, AddSpacePrefix bool
+
+	// KeepCase and KeepAccents turn off WordPiece's lower-casing and accent
+	// stripping (tokenizer.ggml.normalizer.lowercase / strip_accents false).
+	KeepCase, KeepAccents bool
 
 	// Name is general.name; llama.cpp strips spaces after special tokens for Phi-3 models.
 	Name         string
@@ -61,8 +66,8 @@ type Config struct {
 func (c *Config) validate() error {
 	n := len(c.Tokens)
 	switch {
-	case c.Model != ModelSPM && c.Model != ModelBPE:
-		return vocabErr(keyModel, "unsupported tokenizer model %q (want %q or %q)", c.Model, ModelSPM, ModelBPE)
+	case c.Model != ModelSPM && c.Model != ModelBPE && c.Model != ModelWPM:
+		return vocabErr(keyModel, "unsupported tokenizer model %q (want %q, %q or %q)", c.Model, ModelSPM, ModelBPE, ModelWPM)
 	case n == 0:
 		return vocabErr(keyTokens, "no tokens")
 	case n > 1<<31-1:

@@ -107,7 +107,7 @@ func TestFromGGUFErrors(t *testing.T) {
 	}{
 		{"missing model", spmKVs, func(m map[string]any) { delete(m, keyModel) }, keyModel},
 		{"model not a string", spmKVs, func(m map[string]any) { m[keyModel] = uint32(1) }, keyModel},
-		{"unsupported model", spmKVs, func(m map[string]any) { m[keyModel] = "bert" }, keyModel},
+		{"unsupported model", spmKVs, func(m map[string]any) { m[keyModel] = "ugm" }, keyModel},
 		{"missing tokens", spmKVs, func(m map[string]any) { delete(m, keyTokens) }, keyTokens},
 		{"tokens not strings", spmKVs, func(m map[string]any) { m[keyTokens] = []int32{1, 2} }, keyTokens},
 		{"empty tokens", spmKVs, func(m map[string]any) { m[keyTokens] = []string{} }, keyTokens},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,16 +28,21 @@ type benchSoakFlags struct {
 	jsonOut, quiet, verbose                 bool
 }
 
+// soakEndpointNames name bench.AllEndpoints for --endpoints.
+var soakEndpointNames = []string{"completions", "chat", "responses", "messages", "ollama", "embeddings"}
+
 // runBenchSoak implements `pagoda bench soak`: requests of every shape,
-// with client hang-ups and malformed bodies, against any OpenAI-compatible
-// server; it fails (exit status 1) when a request was lost, the server
+// to OpenAI's, Anthropic's and Ollama's endpoints, with client hang-ups and
+// malformed bodies, against any server that speaks them; it fails (exit status 1) when a request was lost, the server
 // answered 5xx or accepted a malformed body, or its gauges did not return
 // to 0 afterwards.
 func runBenchSoak(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench soak", stdout)
 	var f benchSoakFlags
 	f.register(fs)
-	fs.StringVar(&f.endpoints, "endpoints", "completions,chat", "endpoints to mix: completions, chat, or both")
+	fs.StringVar(&f.endpoints, "endpoints", strings.Join(soakEndpointNames, ","),
+		"endpoints to mix, some of: "+strings.Join(soakEndpointNames, ", ")+
+			" (OpenAI's completions, chat completions, Responses and embeddings, Anthropic's Messages, Ollama's /api/chat)")
 	fs.IntVar(&f.numRequests, "num-requests", 1000, "requests to send (N)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 16, "requests in flight (C)")
 	fs.IntVar(&f.maxTokens, "max-tokens", 32, "max_tokens of each request is drawn from [1, this]")
@@ -94,14 +100,11 @@ func (f *benchSoakFlags) config(stderr io.Writer) (bench.SoakConfig, error) {
 	f.resolveBaseURL()
 	var eps []string
 	for _, e := range strings.Split(f.endpoints, ",") {
-		switch strings.TrimSpace(e) {
-		case "completions":
-			eps = append(eps, bench.CompletionsPath)
-		case "chat":
-			eps = append(eps, bench.ChatPath)
-		default:
-			return bench.SoakConfig{}, fmt.Errorf("--endpoints: %q is not completions or chat", e)
+		k := slices.Index(soakEndpointNames, strings.TrimSpace(e))
+		if k < 0 {
+			return bench.SoakConfig{}, fmt.Errorf("--endpoints: %q is not one of %s", e, strings.Join(soakEndpointNames, ", "))
 		}
+		eps = append(eps, bench.AllEndpoints[k])
 	}
 	if f.requestTimeout <= 0 || f.stallTimeout <= 0 || f.settle < 0 {
 		return bench.SoakConfig{}, errors.New("--request-timeout and --stall-timeout must be > 0, --settle-timeout ≥ 0")

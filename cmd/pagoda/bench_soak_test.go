@@ -11,7 +11,8 @@ import (
 func TestBenchSoakUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--hangup-rate", "0.9", "--malformed-rate", "0.2"},
-		{"--endpoints", "embeddings"},
+		{"--endpoints", "audio"},
+		{"--endpoints", ""},
 		{"--num-requests", "0"},
 		{"--max-tokens", "0"},
 		{"--stall-timeout", "0s"},

@@ -76,7 +76,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")
 	fs.StringVar(&f.speculative, "speculative-config", "", `speculative decoding as JSON, e.g. {"method": "ngram", "num_speculative_tokens": 5} `+
-		`or {"method": "suffix"}; outputs stay those of plain decoding (docs/speculative-decoding.md)`)
+		`, {"method": "suffix"} or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4}; outputs stay those of plain decoding (docs/speculative-decoding.md)`)
 	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer key on the API")
 	fs.IntVar(&f.maxQueue, "max-queue", 1024, "refuse requests with 503 when their sequences (each prompt × max(n, best_of)) would take the waiting ones past this many (0 = no limit)")
@@ -95,7 +95,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.responsesStore, "responses-store-size", "memory for the responses /v1/responses keeps for previous_response_id "+
 		"(store true), least recently used out first (0 = keep none)")
 	fs.Var(&f.responsesTTL, "responses-store-ttl", "how long a stored response is kept (e.g. 1h, or seconds)")
-	fs.StringVar(&f.pooling, "pooling", "last", "how embeddings (/v1/embeddings, /api/embed) pool the final hidden states: last, mean or cls (vLLM's pooling_type)")
+	fs.StringVar(&f.pooling, "pooling", "", "how embeddings (/v1/embeddings, /api/embed) pool the final hidden states: last, mean or cls (vLLM's pooling_type); default: the model's (a BERT's pooling_type), else last")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "do not log engine statistics every 5 s")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "run every step without captured plans (no warm-up)")
 	fs.BoolVar(&f.exact, "exact-arithmetic", false, exactFlagHelp)
@@ -252,7 +252,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	}
 	opts := server.Options{ServedModelNames: f.servedNames, ModelRef: f.model, APIKey: f.apiKey, MaxQueue: f.maxQueue,
 		MaxBodyBytes: int64(f.maxBody), Version: version, Pooling: f.pooling, Pull: pullInto}
-	if _, err := engine.ParsePooling(f.pooling); err != nil {
+	if _, err := engine.ParsePooling(f.pooling); f.pooling != "" && err != nil {
 		return cfg, opts, fmt.Errorf("--pooling: %w", err)
 	}
 	opts.ResponsesStoreBytes, opts.ResponsesStoreTTL = int64(f.responsesStore), time.Duration(f.responsesTTL)

@@ -80,6 +80,9 @@ func kvCacheLine(e *engine.Engine) string {
 		line += fmt.Sprintf("; %s: a sequence of --max-model-len %d holds at most %d blocks, %.1f MiB (%.1f MiB with full attention everywhere)",
 			s.Groups, cfg.MaxModelLen, s.SeqBlocks, float64(int64(s.SeqBlocks)*s.BlockBytes)/(1<<20), float64(s.FullSeqBytes)/(1<<20))
 	}
+	if d, ok := e.DraftKVCache(); ok {
+		line += fmt.Sprintf("; draft model's KV cache: %d blocks, %.1f MiB: %s", d.NumBlocks, float64(d.Bytes())/(1<<20), d.Reason)
+	}
 	return line
 }
 

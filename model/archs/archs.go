@@ -8,9 +8,11 @@
 //	                        expert_count, expert_used_count, expert_feed_forward_length)
 //	gemma3                  model/gemma3
 //	phi3                    model/phi3   (Phi-3, Phi-3.5, Phi-4-mini)
+//	bert                    model/bert   (BERT, BGE, MiniLM: embeddings only)
 package archs
 
 import (
+	_ "pagoda/model/bert"
 	_ "pagoda/model/gemma3"
 	_ "pagoda/model/llama"
 	_ "pagoda/model/phi3"

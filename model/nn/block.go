@@ -18,7 +18,15 @@ type Block struct {
 	// mixture of experts after the same FFNNorm.
 	MoE         *MoE
 	PostFFNNorm []float32 // (Dim) or nil: RMSNorm of the feed-forward output
+	// AttnOutLN and OutLN, when set, make the block post-layer-norm
+	// (BERT): h = LN(x + Attn(x)), y = LN(h + FFN(h)), LayerNorms with
+	// bias after the residual adds (AttnNorm and FFNNorm left nil).
+	AttnOutLN, OutLN *LayerNorm
 }
+
+// LayerNorm is a LayerNorm's weight and bias (Dim each; the bias may be
+// nil), with the model's norm epsilon (Config.RMSEps).
+type LayerNorm struct{ W, B []float32 }
 
 // Attention is a grouped-query attention layer: Q, K, V column-parallel
 // (split by heads), O row-parallel.
@@ -33,14 +41,20 @@ type Block struct {
 type Attention struct {
 	Q, K, V, O   Linear
 	QNorm, KNorm []float32 // (HeadDim) or nil
-	Rope         int       // index into Model.ropes (Builder.Rope)
-	Window       int       // sliding window in positions; 0: full causal
-	QScale       float32   // 0: q is not scaled
-	Scale        float32   // score scale
+	Rope         int       // index into Model.ropes (Builder.Rope); < 0: no rotary embedding
+	// Bidirectional attends to every position of the sequence, not only
+	// the ones up to the token's (BERT; the sequence runs whole in one
+	// step). O's bias, when set, is added to the output.
+	Bidirectional bool
+	Window        int     // sliding window in positions; 0: full causal
+	QScale        float32 // 0: q is not scaled
+	Scale         float32 // score scale
 }
 
 // FFN is a gated feed-forward: Down·(Act(Gate·h) ⊙ Up·h); Gate and Up
-// column-parallel (split by hidden units), Down row-parallel.
+// column-parallel (split by hidden units), Down row-parallel. With Gate
+// left zero it is BERT's plain one, Down·GELU(Up·h + b) + b (the biases
+// optional).
 type FFN struct {
 	Gate, Up, Down Linear
 	Act            kernels.GLU
@@ -51,6 +65,9 @@ func (b *Block) linears() []*Linear {
 	a, f := &b.Attn, &b.FFN
 	if b.MoE != nil {
 		return append([]*Linear{&a.Q, &a.K, &a.V, &a.O}, b.MoE.linears()...)
+	}
+	if f.Gate.W.Rows == 0 {
+		return []*Linear{&a.Q, &a.K, &a.V, &a.O, &f.Up, &f.Down}
 	}
 	return []*Linear{&a.Q, &a.K, &a.V, &a.O, &f.Gate, &f.Up, &f.Down}
 }

@@ -21,6 +21,9 @@ type Builder struct {
 	// Softcap, when > 0, caps the logits: Softcap·tanh(logits/Softcap)
 	// (final_logit_softcapping).
 	Softcap float32
+	// Encoder, when set, builds an encoder-only model (BERT): its
+	// embeddings, no output norm and no head (Cfg.Embedding is set).
+	Encoder *Encoder
 }
 
 type ropeKey struct {
@@ -184,13 +187,27 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 			cfg.Windows[i] = w
 		}
 	}
+	for i := range blocks {
+		if blocks[i].Attn.Bidirectional {
+			cfg.Embedding = true // bidirectional attention needs the whole sequence: no generation
+		}
+	}
 	m := &Model{cfg: cfg, local: cfg, f: b.F, opt: opt, layers: blocks, scale: b.EmbedScale, softcap: b.Softcap,
-		kvLayout: cfg.KVLayout()}
+		kvLayout: cfg.KVLayout(), enc: b.Encoder, bidir: cfg.Embedding}
 	m.embd = b.Matrix("token_embd.weight", cfg.VocabSize, cfg.Dim)
-	m.outNorm = b.Vector("output_norm.weight", cfg.Dim)
-	m.output = m.embd
-	if m.untied = b.Has("output.weight"); m.untied {
-		m.output = b.Matrix("output.weight", cfg.VocabSize, cfg.Dim)
+	if m.enc != nil {
+		if !cfg.Embedding {
+			return nil, fmt.Errorf("%s: an encoder needs bidirectional attention", cfg.Arch)
+		}
+		if tp := opt.TensorParallel; tp != nil && tp.Size() > 1 {
+			return nil, fmt.Errorf("%s: tensor parallelism is not supported for encoder models", cfg.Arch)
+		}
+	} else {
+		m.outNorm = b.Vector("output_norm.weight", cfg.Dim)
+		m.output = m.embd
+		if m.untied = b.Has("output.weight"); m.untied {
+			m.output = b.Matrix("output.weight", cfg.VocabSize, cfg.Dim)
+		}
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -268,7 +285,7 @@ func arithmeticOf(opt Options) arithmetic {
 // leaves the output unpacked (it never reads it).
 func (m *Model) packWeights(a arithmetic) {
 	switch {
-	case !m.tp.logits():
+	case !m.tp.logits() || m.enc != nil:
 	case m.untied || a == arithFast:
 		m.output = packFor(a, m.output)
 	default:

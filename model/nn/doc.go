@@ -26,7 +26,11 @@
 //     gated experts run grouped by expert as one pool job (kernels.Pool.MoE),
 //     each token's expert outputs summed in the rank order of its choices.
 //   - Block: pre-norms, optional post-norms (Gemma 2/3: the block output
-//     is normalised before the residual add), attention and FFN.
+//     is normalised before the residual add), attention and FFN; or
+//     BERT's post-layer-norm (LayerNorm with bias after each residual
+//     add), bidirectional attention without RoPE and a plain GELU FFN.
+//   - Encoder: an encoder-only model's position and token-type embeddings
+//     and their LayerNorm; no head (embeddings only, encoder.go).
 //
 // Model is the block stack: token embeddings (optionally scaled), the
 // blocks, the output norm and head (optionally soft-capped). It owns the

@@ -93,10 +93,17 @@ func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []in
 	s.mm[0] = kernels.MatMulOut{Dst: s.q, W: at.Q.W}
 	s.mm[1] = kernels.MatMulOut{Dst: s.k, W: at.K.W}
 	s.mm[2] = kernels.MatMulOut{Dst: s.v, W: at.V.W}
-	m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.AttnNorm, c.RMSEps, n)
+	if ly.AttnNorm == nil { // post-layer-norm (BERT): the input is already normalised
+		m.pool.MatMulN(s.mm[:3], s.x[:n*c.Dim], n)
+	} else {
+		m.pool.NormMatMulN(s.mm[:3], s.xb, s.x, ly.AttnNorm, c.RMSEps, n)
+	}
 	m.tp.progress()
-	rope := m.ropes[at.Rope]
-	cosr, sinr := s.cos[at.Rope], s.sin[at.Rope]
+	var rope *kernels.Rope
+	var cosr, sinr []float32
+	if at.Rope >= 0 {
+		rope, cosr, sinr = m.ropes[at.Rope], s.cos[at.Rope], s.sin[at.Rope]
+	}
 	for i := range n {
 		q, k, v := s.q[i*qd:(i+1)*qd], s.k[i*kd:(i+1)*kd], s.v[i*kd:(i+1)*kd]
 		if at.Q.Bias != nil {
@@ -114,16 +121,21 @@ func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []in
 		if at.KNorm != nil {
 			kernels.RMSNorm(k, k, at.KNorm, c.RMSEps)
 		}
-		cos, sin := cosr[i*half:(i+1)*half], sinr[i*half:(i+1)*half]
-		rope.Apply(q, c.HeadDim, cos, sin)
-		rope.Apply(k, c.HeadDim, cos, sin)
+		if rope != nil {
+			cos, sin := cosr[i*half:(i+1)*half], sinr[i*half:(i+1)*half]
+			rope.Apply(q, c.HeadDim, cos, sin)
+			rope.Apply(k, c.HeadDim, cos, sin)
+		}
 		if at.QScale != 0 {
 			kernels.Scale(q, at.QScale)
 		}
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
 	m.tp.progress()
-	s.attn.Window, s.attn.Scale = at.Window, at.Scale
+	s.attn.Window, s.attn.Scale, s.attn.Positions = at.Window, at.Scale, s.pos
+	if at.Bidirectional {
+		s.attn.Positions = s.last
+	}
 	if project {
 		m.pool.AttentionMatMul(&s.attn, kv, s.xb, at.O.W)
 	} else {

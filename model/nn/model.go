@@ -68,7 +68,9 @@ type Model struct {
 	outNorm  []float32      // (Dim)
 	output   kernels.Weight // (VocabSize, Dim); the embeddings when tied
 	untied   bool
-	softcap  float32 // logits = softcap·tanh(logits/softcap) when > 0
+	softcap  float32  // logits = softcap·tanh(logits/softcap) when > 0
+	enc      *Encoder // an encoder-only model (BERT): no head; nil for a decoder
+	bidir    bool     // a layer attends bidirectionally
 	layers   []Block
 	kvLayout model.KVLayout // the KV cache groups of this rank's layers
 	ropes    []*kernels.Rope

@@ -20,6 +20,8 @@ type scratch struct {
 	sin      [][]float32 // (ropes)(n, RopeDim/2)
 	logitX   []float32   // (m, Dim) residual rows that produce logits
 	logitAtt []float32   // (m, Heads·HeadDim) their attention output
+	pos      []int32     // (n) the batch's positions
+	last     []int32     // (n) each token's sequence's last position (bidirectional attention)
 	kv       []kernels.KVLayer
 	attn     kernels.Attention
 	mm       [3]kernels.MatMulOut // products of one MatMulN call

@@ -47,6 +47,7 @@ type ubatch struct {
 	sum  []float32     // the partial sum being reduced, added to add when settled
 	add  []float32     // nil: nothing to settle
 	post []float32     // RMSNorm weight applied to sum before the add, or nil
+	ln   *LayerNorm    // LayerNorm applied to the rows after the add (post-layer-norm), or nil
 }
 
 // run takes the micro-batches through every layer, stage by stage (see
@@ -95,6 +96,18 @@ func (m *Model) begin(u *ubatch, kv *model.KVCache) {
 		if m.scale != 0 {
 			kernels.Scale(row, m.scale)
 		}
+		if m.enc != nil {
+			m.enc.embed(row, s.xb[i*c.Dim:(i+1)*c.Dim], b.Positions[i], c.RMSEps)
+		}
+	}
+	s.pos = b.Positions
+	if m.bidir {
+		s.last = grow(s.last, n)
+		for q := range b.NumSeqs() {
+			for i := b.QueryStart[q]; i < b.QueryStart[q+1]; i++ {
+				s.last[i] = b.ContextLens[q] - 1
+			}
+		}
 	}
 	half := c.Rope.Dim / 2
 	for r, rope := range m.ropes {
@@ -135,7 +148,10 @@ func (m *Model) attnStage(u *ubatch, l int) error {
 	if gather {
 		m.pool.MatMul(xb, ly.Attn.O.W, s.logitAtt[:u.rows*c.Heads*c.HeadDim], u.rows)
 	}
-	return m.send(u, xb, ly.PostAttnNorm)
+	addBias(xb, ly.Attn.O.Bias)
+	err := m.send(u, xb, ly.PostAttnNorm)
+	u.ln = ly.AttnOutLN
+	return err
 }
 
 // mlpStage adds the attention output to u's residual rows and runs the
@@ -158,6 +174,17 @@ func (m *Model) mlpStage(u *ubatch, l int) error {
 		return m.send(u, xb, ly.PostFFNNorm)
 	}
 	f := &ly.FFN
+	if f.Gate.W.Rows == 0 { // BERT's plain feed-forward: Down·GELU(Up·x + b) + b
+		up := s.up[:h]
+		m.pool.MatMul(up, f.Up.W, u.x[:d], nr)
+		addBias(up, f.Up.Bias)
+		kernels.GELU(up, up)
+		m.pool.MatMul(xb, f.Down.W, up, nr)
+		addBias(xb, f.Down.Bias)
+		err := m.send(u, xb, ly.PostFFNNorm)
+		u.ln = ly.OutLN
+		return err
+	}
 	s.mlp = kernels.MLP{Norm: ly.FFNNorm, Eps: c.RMSEps, Gate: f.Gate.W, Up: f.Up.W, Down: f.Down.W, Act: f.Act}
 	s.mlpb = kernels.MLPBuffers{Dst: xb, X: u.x[:d], Normed: xb, Gate: s.gate[:h], Up: s.up[:h]}
 	m.pool.MLP(&s.mlp, &s.mlpb, nr)
@@ -189,8 +216,24 @@ func (m *Model) settle(u *ubatch) error {
 		kernels.RMSNorm(u.sum, u.sum, u.post, m.local.RMSEps)
 	}
 	kernels.Add(u.add, u.sum)
-	u.pend, u.sum, u.add, u.post = nil, nil, nil, nil
+	if ln := u.ln; ln != nil {
+		d := m.local.Dim
+		for r := 0; r < len(u.add); r += d {
+			kernels.LayerNorm(u.add[r:r+d], u.add[r:r+d], ln.W, ln.B, m.local.RMSEps)
+		}
+	}
+	u.pend, u.sum, u.add, u.post, u.ln = nil, nil, nil, nil, nil
 	return nil
+}
+
+// addBias adds bias (nil: nothing) to every row of x.
+func addBias(x, bias []float32) {
+	if bias == nil {
+		return
+	}
+	for r := 0; r < len(x); r += len(bias) {
+		kernels.Add(x[r:r+len(bias)], bias)
+	}
 }
 
 // finish settles u's last all-reduce and computes its logits (rank 0).
@@ -199,6 +242,10 @@ func (m *Model) finish(u *ubatch) error {
 		return err
 	}
 	rows := len(u.b.LogitIndices)
+	if m.enc != nil { // no head: the last block's output is the hidden state
+		copy(u.b.Hidden, u.x[:rows*m.local.Dim])
+		return nil
+	}
 	if rows > 0 && m.tp.logits() {
 		s, c := u.s, &m.local
 		s.mm[0] = kernels.MatMulOut{Dst: u.logits, W: m.output}

@@ -67,8 +67,8 @@ func (m *Model) checkBatch(b *model.Batch, kv *model.KVCache, logits []float32) 
 		return badBatch("%d sequences, %d query starts, %d block tables in %d KV cache groups", ns, len(b.QueryStart), len(b.BlockTables), groups)
 	case b.QueryStart[0] != 0 || int(b.QueryStart[ns]) != n:
 		return badBatch("query starts %d..%d do not span the %d tokens", b.QueryStart[0], b.QueryStart[ns], n)
-	case len(logits) != len(b.LogitIndices)*m.cfg.VocabSize:
-		return badBatch("logits buffer of %d for %d rows of %d", len(logits), len(b.LogitIndices), m.cfg.VocabSize)
+	case len(logits) != len(b.LogitIndices)*m.logitWidth():
+		return badBatch("logits buffer of %d for %d rows of %d", len(logits), len(b.LogitIndices), m.logitWidth())
 	case b.Hidden != nil && len(b.Hidden) != len(b.LogitIndices)*m.cfg.Dim:
 		return badBatch("hidden buffer of %d for %d rows of %d", len(b.Hidden), len(b.LogitIndices), m.cfg.Dim)
 	}

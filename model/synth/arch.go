@@ -36,6 +36,8 @@ func addMetadata(w *gguf.Writer, s Shape, fileType uint32) {
 		llamaMetadata(k, s)
 	case "phi3":
 		phi3Metadata(k, s)
+	case "bert":
+		bertMetadata(k, s)
 	default:
 		textMetadata(k, s)
 	}
@@ -116,6 +118,56 @@ func phi3Metadata(k keys, s Shape) {
 	if s.LongRope != nil {
 		k.f32("rope.scaling.attn_factor", s.LongRope.AttnFactor(s.ContextLen))
 	}
+}
+
+// bertMetadata: BertModel's keys: the base ones with LayerNorm's epsilon,
+// attention.causal false and pooling_type 2 (CLS, as BGE's
+// sentence-transformers config says; MiniLM's is 1, mean).
+func bertMetadata(k keys, s Shape) {
+	k.u32("context_length", s.ContextLen)
+	k.u32("embedding_length", s.Dim)
+	k.u32("feed_forward_length", s.HiddenDim)
+	k.u32("block_count", s.Layers)
+	k.u32("attention.head_count", s.Heads)
+	k.f32("attention.layer_norm_epsilon", s.RMSEps)
+	k.w.AddKV(s.Arch+".attention.causal", false)
+	k.u32("pooling_type", 2)
+}
+
+// bertTensors lists a BERT's tensors (llama.cpp's src/models/bert.cpp
+// names): the embeddings (token, 2 token types, positions) and their
+// LayerNorm, then per layer Q, K, V and output with biases, the attention
+// output's LayerNorm, the GELU feed-forward with biases and the layer
+// output's LayerNorm; no output norm, no head. Position and token-type
+// embeddings stay F32.
+func bertTensors(s Shape) []tensor {
+	ln := func(name string) []tensor {
+		return []tensor{{name: name + ".weight", dims: []int{s.Dim}, fill: ones(s.Dim)}, {name: name + ".bias", dims: []int{s.Dim}, std: std}}
+	}
+	ts := []tensor{
+		{name: "token_embd.weight", dims: []int{s.Dim, s.VocabSize}, std: std},
+		{name: "token_types.weight", dims: []int{s.Dim, 2}, std: std, f32: true},
+		{name: "position_embd.weight", dims: []int{s.Dim, s.ContextLen}, std: std, f32: true},
+	}
+	ts = append(ts, ln("token_embd_norm")...)
+	out := std / math.Sqrt(2*float64(s.Layers))
+	for l := range s.Layers {
+		b := layerTensors{s: s, p: fmt.Sprintf("blk.%d.", l), out: out}
+		for _, m := range []string{"attn_q", "attn_k", "attn_v"} {
+			b.mat(m, s.Dim, s.Dim, std)
+			b.bias(m, s.Dim)
+		}
+		b.mat("attn_output", s.Dim, s.Dim, out)
+		b.bias("attn_output", s.Dim)
+		b.ts = append(b.ts, ln(b.p+"attn_output_norm")...)
+		b.mat("ffn_up", s.Dim, s.HiddenDim, std)
+		b.bias("ffn_up", s.HiddenDim)
+		b.mat("ffn_down", s.HiddenDim, s.Dim, out)
+		b.bias("ffn_down", s.Dim)
+		b.ts = append(b.ts, ln(b.p+"layer_output_norm")...)
+		ts = append(ts, b.ts...)
+	}
+	return ts
 }
 
 // layerTensors builds one layer's tensors. Matrices are drawn with std
@@ -214,6 +266,9 @@ func routerStd(dim int) float64 { return 1.13 / math.Sqrt(float64(dim)) }
 
 // tensors lists the model's tensors with llama.cpp's names and shapes.
 func tensors(s Shape) []tensor {
+	if s.Arch == "bert" {
+		return bertTensors(s)
+	}
 	ts := []tensor{{name: "token_embd.weight", dims: []int{s.Dim, s.VocabSize}, std: std}}
 	if s.Llama3Rope != nil {
 		ts = append(ts, tensor{name: "rope_freqs.weight", dims: []int{s.HeadDim() / 2}, fill: s.Llama3Rope.ropeFreqs(s.HeadDim(), s.RopeTheta)})

@@ -19,7 +19,9 @@ type Shape struct {
 	// "qwen3" (per-head Q and K norms), "qwen3moe" (qwen3's attention, a
 	// mixture of experts for feed-forward), "gemma3" (Q/K norms, norms
 	// after attention and feed-forward, sliding-window layers) or "phi3"
-	// (fused QKV and gate-up, partial LongRoPE).
+	// (fused QKV and gate-up, partial LongRoPE) or "bert" (an encoder:
+	// position and token-type embeddings, post-LayerNorm blocks with
+	// biases, no head; embeddings only).
 	Arch      string
 	Name      string
 	Dim       int // embedding length
@@ -83,7 +85,9 @@ func (s Shape) RotaryDim() int {
 }
 
 // Archs lists the architectures synth writes.
-func Archs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3"} }
+func Archs() []string {
+	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3", "bert"}
+}
 
 // MoE reports whether the shape's feed-forward is a mixture of experts.
 func (s Shape) MoE() bool { return s.Arch == "qwen3moe" }
@@ -104,6 +108,8 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("synth: context length, rope theta and RMS epsilon must be positive, the rest not negative")
 	case s.Arch == "llama" && s.RotaryDim() != s.HeadDim():
 		return fmt.Errorf("synth: llama rotates whole heads (llama.cpp rejects rope.dimension_count %d ≠ head size %d)", s.RotaryDim(), s.HeadDim())
+	case s.Arch == "bert" && (s.KVHeads != s.Heads || s.HeadDim()*s.Heads != s.Dim):
+		return fmt.Errorf("synth: bert needs KV heads = heads and heads × head size = dim")
 	case s.Arch == "phi3" && s.Heads*s.HeadDim() != s.Dim:
 		return fmt.Errorf("synth: phi3 needs heads × head size = dim (llama.cpp's attn_output is dim × dim): %d × %d ≠ %d", s.Heads, s.HeadDim(), s.Dim)
 	case s.MoE() && (s.Experts <= 0 || s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts || s.ExpertHiddenDim <= 0):
@@ -213,6 +219,8 @@ func family(name string) (Shape, error) {
 		s.ContextLen, s.RopeTheta, s.RopeThetaSWA, s.SlidingWindow, s.RMSEps, s.Vocab = 32768, 1e6, 10000, 512, 1e-6, gemma3Vocab
 	case "phi3":
 		s.ContextLen, s.SlidingWindow, s.Vocab = 131072, 262144, "phi-3"
+	case "bert": // BGE's: 512 positions, LayerNorm ε 1e-12, CLS pooling
+		s.ContextLen, s.RMSEps, s.Vocab, s.Tied = 512, 1e-12, "bert-bge", false
 	default:
 		return s, fmt.Errorf("synth: family %q (want one of %s)", name, strings.Join(Families(), ", "))
 	}

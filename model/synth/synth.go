@@ -95,6 +95,9 @@ func Build(o Options) (*gguf.Writer, error) {
 	case o.Vocab != nil:
 		copyVocab(w, o.Vocab, vocabTokens, s.VocabSize)
 	}
+	if s.Arch == "bert" && (o.Vocab == nil || !hasKey(o.Vocab, tokenTypeCount)) {
+		w.AddKV(tokenTypeCount, uint32(2)) // BERT's two token types (sentence A and B)
+	}
 	data, err := generate(ts, o)
 	if err != nil {
 		return nil, err
@@ -127,6 +130,11 @@ func copyVocab(w *gguf.Writer, v *gguf.File, have, n int) {
 		}
 	}
 }
+
+func hasKey(f *gguf.File, key string) bool { _, ok := f.Value(key); return ok }
+
+// tokenTypeCount is the key of BERT's number of token types.
+const tokenTypeCount = "tokenizer.ggml.token_type_count"
 
 // tokenUnused is llama.cpp's token type of padding tokens.
 const tokenUnused = 5
