@@ -165,26 +165,12 @@ func TestDraftModelGreedySelf(t *testing.T) {
 // accepted) and with a synthetic draft of its vocabulary (nearly none).
 func TestDraftModelSmolLM2(t *testing.T) {
 	path := testmodel.Default(t)
-	fast := func(c *Config) { c.ExactArithmetic, c.KVCacheType = false, DefaultConfig("").KVCacheType }
+	fast := fastArithmetic
 	base := newTestEngine(t, path, fast)
-	tok := base.Tokenizer()
-	texts := []string{
+	reqs := smolChatRequests(base, 32, func(i int) bool { return i == 1 },
 		"Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
 		"Write the list again in the same order: apples, pears, plums, cherries, grapes, melons.",
-		"Say hello.",
-	}
-	var reqs []Request
-	for i, text := range texts {
-		prompt := "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n"
-		p := GreedyParams(32)
-		if i == 1 {
-			seed := int64(7 + i)
-			p = DefaultSamplingParams()
-			p.Temperature, p.TopP, p.Seed, p.MaxTokens = 0.8, 0.9, &seed, 32
-		}
-		p.ReturnLogprobs = true
-		reqs = append(reqs, Request{PromptTokens: tok.Encode(prompt, false, true), Params: p})
-	}
+		"Say hello.")
 	want := runAll(t, base, reqs)
 	drafts := map[string]string{"self": path, "synth": writeSynthDraft(t, path, "64,128,2,4,2,1000")}
 	for _, name := range []string{"self", "synth"} {

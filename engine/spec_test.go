@@ -239,32 +239,17 @@ func TestSpeculativeConfig(t *testing.T) {
 // logprobs with either proposer.
 func TestSpeculativeIdentitySmolLM2(t *testing.T) {
 	path := testmodel.Default(t)
-	fast := func(c *Config) { c.ExactArithmetic, c.KVCacheType = false, DefaultConfig("").KVCacheType }
-	base := newTestEngine(t, path, fast)
-	tok := base.Tokenizer()
-	texts := []string{
+	base := newTestEngine(t, path, fastArithmetic)
+	reqs := smolChatRequests(base, 40, func(i int) bool { return i%2 == 1 },
 		"Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
 		"Fix the spelling and write the text again: Teh cat sat on teh mat and looked at teh bird.",
 		"Write the list again in the same order: apples, pears, plums, cherries, grapes, melons.",
-		"Say hello.",
-	}
-	var reqs []Request
-	for i, text := range texts {
-		prompt := "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n"
-		p := GreedyParams(40)
-		if i%2 == 1 {
-			seed := int64(7 + i)
-			p = DefaultSamplingParams()
-			p.Temperature, p.TopP, p.Seed, p.MaxTokens = 0.8, 0.9, &seed, 40
-		}
-		p.ReturnLogprobs = true
-		reqs = append(reqs, Request{PromptTokens: tok.Encode(prompt, false, true), Params: p})
-	}
+		"Say hello.")
 	want := runAll(t, base, reqs)
 	for _, method := range []string{"ngram", "suffix"} {
 		t.Run(method, func(t *testing.T) {
 			e := newTestEngine(t, path, func(c *Config) {
-				fast(c)
+				fastArithmetic(c)
 				c.Speculative = &SpeculativeConfig{Method: method, NumSpeculativeTokens: 4, DisableByBatchSize: 64}
 			})
 			sameOutputs(t, runEach(t, e, reqs), want)
@@ -309,4 +294,30 @@ func TestSpeculativeStructured(t *testing.T) {
 	if sp := e.Stats().Spec; sp.Drafts == 0 {
 		t.Fatalf("nothing proposed: %+v", sp)
 	}
+}
+
+// fastArithmetic configures the fast arithmetic and KV cache type `pagoda
+// serve` runs by default.
+func fastArithmetic(c *Config) {
+	c.ExactArithmetic, c.KVCacheType = false, DefaultConfig("").KVCacheType
+}
+
+// smolChatRequests are the default model's chat requests for texts, with
+// logprobs: greedy, or seeded sampling (temperature 0.8, top-p 0.9) where
+// seeded(i), each of at most maxTokens.
+func smolChatRequests(e *Engine, maxTokens int, seeded func(int) bool, texts ...string) []Request {
+	tok := e.Tokenizer()
+	var reqs []Request
+	for i, text := range texts {
+		prompt := "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n"
+		p := GreedyParams(maxTokens)
+		if seeded(i) {
+			seed := int64(7 + i)
+			p = DefaultSamplingParams()
+			p.Temperature, p.TopP, p.Seed, p.MaxTokens = 0.8, 0.9, &seed, maxTokens
+		}
+		p.ReturnLogprobs = true
+		reqs = append(reqs, Request{PromptTokens: tok.Encode(prompt, false, true), Params: p})
+	}
+	return reqs
 }

@@ -362,25 +362,10 @@ func anthropicTurn(i int, m anthropicMessage) ([]chatMessage, *apiError) {
 // anthropicText reads a system prompt or a tool result's content: a string
 // or a list of text blocks, joined with newlines.
 func anthropicText(raw json.RawMessage, param string) (string, *apiError) {
-	if !present(raw) {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", badRequest(strings.SplitN(param, ".", 2)[0], "%s must be a string or a list of text blocks", param)
-	}
-	texts := make([]string, 0, len(blocks))
-	for j, bl := range blocks {
-		if bl.Type != "text" {
-			return "", badRequest(strings.SplitN(param, ".", 2)[0], "%s.%d.type %q is not supported: text blocks only", param, j, bl.Type)
-		}
-		texts = append(texts, bl.Text)
-	}
-	return strings.Join(texts, "\n"), nil
+	field := strings.SplitN(param, ".", 2)[0]
+	return stringOrParts(raw, field, param, "text blocks", func(p textPart) (string, bool) {
+		return p.Text, p.Type == "text"
+	}, "%s.%d.type %q is not supported: text blocks only")
 }
 
 // compactJSON is raw compacted (raw as it is when it is not JSON).

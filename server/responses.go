@@ -448,6 +448,31 @@ func responsesInput(raw json.RawMessage) ([]chatMessage, *apiError) {
 // output: a string or a list of text parts (input_text, output_text,
 // refusal), joined with newlines.
 func responsesContent(raw json.RawMessage, param string) (string, *apiError) {
+	return stringOrParts(raw, "input", param, "content parts", func(p textPart) (string, bool) {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			return p.Text, true
+		case "refusal":
+			return p.Refusal, true
+		}
+		return "", false
+	}, "%s[%d].type %q is not supported: this server reads text only (input_text, output_text)")
+}
+
+// textPart is one part of a content list (Responses' parts, Anthropic's
+// blocks): its type, text and refusal text.
+type textPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal"`
+}
+
+// stringOrParts reads content given as a string or as a list of parts,
+// whose texts (text: a part's text, false for a type not read) are joined
+// with newlines. Errors are 400s on field: not a string or a list of what
+// (param named), or a part of a type not read (unread formats param, the
+// part's index and type).
+func stringOrParts(raw json.RawMessage, field, param, what string, text func(textPart) (string, bool), unread string) (string, *apiError) {
 	if !present(raw) {
 		return "", nil
 	}
@@ -455,24 +480,17 @@ func responsesContent(raw json.RawMessage, param string) (string, *apiError) {
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
+	var parts []textPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest("input", "%s must be a string or a list of content parts", param)
+		return "", badRequest(field, "%s must be a string or a list of %s", param, what)
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
-		switch p.Type {
-		case "input_text", "output_text", "text":
-			texts = append(texts, p.Text)
-		case "refusal":
-			texts = append(texts, p.Refusal)
-		default:
-			return "", badRequest("input", "%s[%d].type %q is not supported: this server reads text only (input_text, output_text)", param, j, p.Type)
+		t, ok := text(p)
+		if !ok {
+			return "", badRequest(field, unread, param, j, p.Type)
 		}
+		texts = append(texts, t)
 	}
 	return strings.Join(texts, "\n"), nil
 }
