@@ -17,7 +17,7 @@ const openaiVersion = "3.54.0"
 const ollamaVersion = "0.6.3"
 
 // anthropicVersion is the Anthropic Python client of TestResponsesAndMessagesEndToEnd.
-const anthropicVersion = "2.10.0"
+const anthropicVersion = "2.14.0"
 
 // buildPagoda builds the pagoda binary into the test's temporary directory.
 func buildPagoda(t *testing.T) string {
