@@ -85,19 +85,11 @@ func TestDraftModelIdentity(t *testing.T) {
 	drafts := map[string]string{"self": path, "synth": writeSynthDraft(t, path, "64,128,2,4,2,512")}
 	for _, name := range []string{"self", "synth"} {
 		spec := draftSpec(drafts[name], 5)
-		for _, tc := range []struct {
-			name   string
-			mutate func(*Config)
-			each   bool
-		}{
-			{"alone", spec, true},
-			{"together", spec, false},
-			{"tight_recompute", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptRecompute }, false},
-			{"tight_swap", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptSwap; c.SwapSpace = 1 << 20 }, false},
-			// Most decoding sequences wait for the budget (their proposals
-			// serve again), the draft's catch-ups are chunked.
-			{"small_budget", func(c *Config) { spec(c); c.MaxNumBatchedTokens, c.MaxNumSeqs, c.BlockSize = 8, 8, 4 }, false},
-		} {
+		// small_budget: most decoding sequences wait for the budget (their
+		// proposals serve again), the draft's catch-ups are chunked.
+		cases := append(specCases(spec, tight), specCase{"small_budget",
+			func(c *Config) { spec(c); c.MaxNumBatchedTokens, c.MaxNumSeqs, c.BlockSize = 8, 8, 4 }, false})
+		for _, tc := range cases {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				e := newTestEngine(t, path, tc.mutate)
 				var got []RequestOutput

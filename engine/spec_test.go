@@ -93,16 +93,7 @@ func TestSpeculativeIdentity(t *testing.T) {
 		spec := func(c *Config) {
 			c.Speculative = &SpeculativeConfig{Method: method, NumSpeculativeTokens: 5, DisableByBatchSize: 64}
 		}
-		for _, tc := range []struct {
-			name   string
-			mutate func(*Config)
-			each   bool
-		}{
-			{"alone", spec, true},
-			{"together", spec, false},
-			{"tight_recompute", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptRecompute }, false},
-			{"tight_swap", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptSwap; c.SwapSpace = 1 << 20 }, false},
-		} {
+		for _, tc := range specCases(spec, tight) {
 			t.Run(method+"/"+tc.name, func(t *testing.T) {
 				e := newTestEngine(t, path, tc.mutate)
 				var got []RequestOutput
@@ -320,4 +311,23 @@ func smolChatRequests(e *Engine, maxTokens int, seeded func(int) bool, texts ...
 		reqs = append(reqs, Request{PromptTokens: tok.Encode(prompt, false, true), Params: p})
 	}
 	return reqs
+}
+
+// specCase is one way of running an identity workload: the engine's
+// configuration, and whether the requests run one at a time.
+type specCase struct {
+	name   string
+	mutate func(*Config)
+	each   bool
+}
+
+// specCases run with speculation (spec) alone, together, and in a small
+// pool (tight) preempting by recompute and by swap.
+func specCases(spec, tight func(*Config)) []specCase {
+	return []specCase{
+		{"alone", spec, true},
+		{"together", spec, false},
+		{"tight_recompute", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptRecompute }, false},
+		{"tight_swap", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptSwap; c.SwapSpace = 1 << 20 }, false},
+	}
 }

@@ -48,7 +48,12 @@ type messagesRequest struct {
 	TopP          *float64 `json:"top_p"`
 	TopK          *int     `json:"top_k"`
 
-	// vLLM's extra sampling parameters.
+	vllmSampling
+}
+
+// vllmSampling are vLLM's extra sampling parameters, which the Messages and
+// Responses endpoints take as chat completions does.
+type vllmSampling struct {
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	Seed              *int64   `json:"seed"`

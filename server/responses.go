@@ -49,12 +49,8 @@ type responsesRequest struct {
 	TopLogprobs  *int              `json:"top_logprobs"`
 
 	// vLLM's extra sampling parameters.
-	TopK              *int     `json:"top_k"`
-	MinP              *float64 `json:"min_p"`
-	RepetitionPenalty *float64 `json:"repetition_penalty"`
-	Seed              *int64   `json:"seed"`
-	Priority          int      `json:"priority"`
-	MinTokens         *int     `json:"min_tokens"`
+	TopK *int `json:"top_k"`
+	vllmSampling
 }
 
 func (r *responsesRequest) modelName() string { return r.Model }
