@@ -162,7 +162,7 @@ func levelOf(level map[string]int, pkg string) (int, bool) {
 // sidewaysEdges are the code spans `a → b` of one import each.
 func sidewaysEdges(section string) []string {
 	var edges []string
-	for _, m := range regexp.MustCompile("`([a-z/]+) → ([a-z/]+)`").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("`([a-z0-9/]+) → ([a-z0-9/]+)`").FindAllStringSubmatch(section, -1) {
 		edges = append(edges, m[1]+" → "+m[2])
 	}
 	return edges

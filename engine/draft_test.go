@@ -91,14 +91,7 @@ func TestDraftModelIdentity(t *testing.T) {
 			func(c *Config) { spec(c); c.MaxNumBatchedTokens, c.MaxNumSeqs, c.BlockSize = 8, 8, 4 }, false})
 		for _, tc := range cases {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
-				e := newTestEngine(t, path, tc.mutate)
-				var got []RequestOutput
-				if tc.each {
-					got = runEach(t, e, reqs)
-				} else {
-					got = runAll(t, e, reqs)
-				}
-				sameOutputs(t, got, want)
+				e := tc.run(t, path, reqs, want)
 				d := checkDraft(t, e)
 				st := e.Stats()
 				if st.Spec.Drafts == 0 {

@@ -95,14 +95,7 @@ func TestSpeculativeIdentity(t *testing.T) {
 		}
 		for _, tc := range specCases(spec, tight) {
 			t.Run(method+"/"+tc.name, func(t *testing.T) {
-				e := newTestEngine(t, path, tc.mutate)
-				var got []RequestOutput
-				if tc.each {
-					got = runEach(t, e, reqs)
-				} else {
-					got = runAll(t, e, reqs)
-				}
-				sameOutputs(t, got, want)
+				e := tc.run(t, path, reqs, want)
 				st := e.Stats()
 				if st.Spec.Drafts == 0 || st.Spec.Accepted == 0 {
 					t.Fatalf("no proposal verified or accepted: %+v", st.Spec)
@@ -330,4 +323,18 @@ func specCases(spec, tight func(*Config)) []specCase {
 		{"tight_recompute", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptRecompute }, false},
 		{"tight_swap", func(c *Config) { spec(c); tight(c); c.Preemption = sched.PreemptSwap; c.SwapSpace = 1 << 20 }, false},
 	}
+}
+
+// run serves path configured as the case says, runs reqs (one at a time
+// when each) and checks they give want, as plain decoding did; it returns
+// the engine.
+func (tc specCase) run(t *testing.T, path string, reqs []Request, want []RequestOutput) *Engine {
+	t.Helper()
+	e := newTestEngine(t, path, tc.mutate)
+	if tc.each {
+		sameOutputs(t, runEach(t, e, reqs), want)
+	} else {
+		sameOutputs(t, runAll(t, e, reqs), want)
+	}
+	return e
 }

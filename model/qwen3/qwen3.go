@@ -26,18 +26,27 @@ func New(f *gguf.File, opt nn.Options) (*nn.Model, error) {
 	blocks := make([]nn.Block, cfg.Layers)
 	for i := range blocks {
 		p := fmt.Sprintf("blk.%d", i)
-		attn := b.Attention(p, rope)
-		attn.QNorm = b.Vector(p+".attn_q_norm.weight", cfg.HeadDim)
-		attn.KNorm = b.Vector(p+".attn_k_norm.weight", cfg.HeadDim)
-		blocks[i] = nn.Block{
-			AttnNorm: b.Vector(p+".attn_norm.weight", cfg.Dim),
-			Attn:     attn,
-			FFNNorm:  b.Vector(p+".ffn_norm.weight", cfg.Dim),
-			FFN:      b.FFN(p, kernels.GLUSiLU),
-		}
+		blocks[i] = Block(b, p, rope)
+		blocks[i].FFN = b.FFN(p, kernels.GLUSiLU)
 	}
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
 	return b.Build(blocks, opt)
+}
+
+// Block is a Qwen3 block's attention half (tensor prefix p, RoPE index
+// rope): the attention with its per-head q/k RMSNorms, and the norms before
+// attention and feed-forward; the caller sets the feed-forward (dense, or
+// Qwen3-MoE's experts).
+func Block(b *nn.Builder, p string, rope int) nn.Block {
+	c := b.Cfg
+	attn := b.Attention(p, rope)
+	attn.QNorm = b.Vector(p+".attn_q_norm.weight", c.HeadDim)
+	attn.KNorm = b.Vector(p+".attn_k_norm.weight", c.HeadDim)
+	return nn.Block{
+		AttnNorm: b.Vector(p+".attn_norm.weight", c.Dim),
+		Attn:     attn,
+		FFNNorm:  b.Vector(p+".ffn_norm.weight", c.Dim),
+	}
 }

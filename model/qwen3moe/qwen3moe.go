@@ -15,6 +15,7 @@ import (
 	"pagoda/gguf"
 	"pagoda/kernels"
 	"pagoda/model/nn"
+	"pagoda/model/qwen3"
 )
 
 func init() { nn.Register("qwen3moe", New) }
@@ -38,15 +39,8 @@ func New(f *gguf.File, opt nn.Options) (*nn.Model, error) {
 	blocks := make([]nn.Block, cfg.Layers)
 	for i := range blocks {
 		p := fmt.Sprintf("blk.%d", i)
-		attn := b.Attention(p, rope)
-		attn.QNorm = b.Vector(p+".attn_q_norm.weight", cfg.HeadDim)
-		attn.KNorm = b.Vector(p+".attn_k_norm.weight", cfg.HeadDim)
-		blocks[i] = nn.Block{
-			AttnNorm: b.Vector(p+".attn_norm.weight", cfg.Dim),
-			Attn:     attn,
-			FFNNorm:  b.Vector(p+".ffn_norm.weight", cfg.Dim),
-			MoE:      b.MoE(p, kernels.GLUSiLU), // ffn_gate_inp, ffn_{gate,up,down}_exps
-		}
+		blocks[i] = qwen3.Block(b, p, rope)
+		blocks[i].MoE = b.MoE(p, kernels.GLUSiLU) // ffn_gate_inp, ffn_{gate,up,down}_exps
 	}
 	if err := b.Err(); err != nil {
 		return nil, err
