@@ -11,10 +11,15 @@ import (
 )
 
 // forEachImpl runs f once per available implementation (generic included),
-// as a subtest named after it.
+// as a subtest named after it; under the race detector, once, on the
+// implementation in use (raceEnabled).
 func forEachImpl(t *testing.T, f func(t *testing.T, k *impl)) {
 	t.Helper()
-	for _, k := range implementations() {
+	ks := implementations()
+	if raceEnabled {
+		ks = []*impl{def}
+	}
+	for _, k := range ks {
 		t.Run(k.name, func(t *testing.T) { f(t, k) })
 	}
 }
