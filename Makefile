@@ -33,9 +33,11 @@ gemma3:
 
 # llama.cpp's vocabulary-only GGUFs, which only the tests read, from the
 # llama-cpp-python source distribution (about 77 MB), sha256-checked; see
-# testdata/ggml-vocab/README.md.
+# testdata/ggml-vocab/README.md; and OpenAI's o200k_base ranks (gpt-oss's
+# vocabulary, 2.3 MB, from the js-tiktoken npm package), see tokenizer/testdata/README.md.
 vocab:
 	@bash scripts/fetch-ggml-vocab.sh
+	@bash scripts/fetch-o200k-vocab.sh
 
 serve: model build
 	./$(BIN) serve smollm2
@@ -101,7 +103,7 @@ RACE_GRAMMAR := Concurrent
 RACE_KERNELS := Pool|Phased|Fused|Invariance|NoAlloc|SteadyState|MatMulN$$|MLP$$|NormMatMulN|AttentionMatMul|GLUJob
 RACE_SKIP := TestGemma3|TestSynthFamilies|TestSmolLM2Reference|TestSmolLM2TeacherForced|TestFamiliesFastArithmetic|TestKQuantFastArithmetic|TestSynthQ4_0AgainstLlamaCpp|TestBenchKLDDefaultModel
 test: export PAGODA_MAKE_TEST = 1
-test: model gemma3 vocab deps fmt-check vet
+test: model gemma3 deps vocab fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...

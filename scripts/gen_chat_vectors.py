@@ -194,9 +194,30 @@ PHI_TOOL_TURNS = [
     {"role": "assistant", "content": "It is -3 °C in Oslo."},
 ]
 
-Q3, G3, P4, L32, L31 = ("qwen3.jinja", "gemma-3-it.jinja", "phi-4-mini-instruct.jinja",
-                        "llama-3.2-instruct.jinja", "llama-3.1-instruct.jinja")
+# gpt-oss (OpenAI harmony): developer instructions, reasoning effort, tools as a TypeScript
+# namespace, an earlier call with its thinking and result.
+GPTOSS_DEV = [SYSTEM, {"role": "developer", "content": "Answer in French."}, NO_SYS[0]]
+GPTOSS_TOOL_TURNS = [
+    {"role": "developer", "content": "Use the tools."},
+    ASK,
+    {"role": "assistant", "content": "", "thinking": "Need the weather tool.",
+     "tool_calls": [call("get_weather", {"location": "São Paulo"}, "call_1")]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 23.5}"},
+]
+# (gonja's "is defined" is false for an explicit None, jinja2's true: the template's
+# "// default: null" for "default": None is not reproduced, so these tools have no null default.)
+GPTOSS_TOOLS = json.loads(json.dumps(TOOLS))
+del GPTOSS_TOOLS[0]["function"]["parameters"]["properties"]["extra"]
+GPTOSS_HISTORY = [
+    {"role": "user", "content": "2+2?"},
+    {"role": "assistant", "content": "4", "thinking": "Simple arithmetic."},
+    {"role": "user", "content": "Times 3?"},
+]
+
+Q3, G3, P4, L32, L31, GO = ("qwen3.jinja", "gemma-3-it.jinja", "phi-4-mini-instruct.jinja",
+                            "llama-3.2-instruct.jinja", "llama-3.1-instruct.jinja", "gpt-oss.jinja")
 SPECIAL = {
+    GO: ("<|startoftext|>", "<|return|>"),
     Q3: ("", "<|im_end|>"),
     G3: ("<bos>", "<eos>"),
     P4: ("<|endoftext|>", "<|endoftext|>"),
@@ -206,6 +227,11 @@ SPECIAL = {
 
 # (name, template, messages, add_generation_prompt, extra variables)
 CASES = [
+    ("gpt-oss/system", GO, CONV, True, {}),
+    ("gpt-oss/developer-effort-low", GO, GPTOSS_DEV, True, {"reasoning_effort": "low"}),
+    ("gpt-oss/tools-high", GO, GPTOSS_TOOL_TURNS, True, {"tools": GPTOSS_TOOLS, "reasoning_effort": "high"}),
+    ("gpt-oss/history", GO, GPTOSS_HISTORY, True, {}),
+    ("gpt-oss/final-message", GO, GPTOSS_HISTORY[:2], False, {}),
     ("qwen3/system", Q3, CONV, True, {}),
     ("qwen3/no-system", Q3, NO_SYS, False, {}),
     ("qwen3/odd", Q3, ODD, True, {}),

@@ -55,7 +55,11 @@ func (b *backend) planChat(req *chatRequest, id string) (*chatRun, promptInput, 
 		return nil, promptInput{}, p, aerr
 	}
 	c := &chatRun{b: b, req: req, id: id, created: time.Now().Unix(), n: p.N, tools: plan, think: b.reasoning}
-	c.planReasoning(prompt.text, &p)
+	if b.harmony != nil {
+		c.planHarmony(&p)
+	} else {
+		c.planReasoning(prompt.text, &p)
+	}
 	return c, prompt, p, nil
 }
 
@@ -87,6 +91,8 @@ type chatRun struct {
 	think   *reasoningParser    // nil: no reasoning parser
 	start   splitState          // where the output begins (think set)
 	splits  map[int]*choiceSplit
+	// hstreams: stream, per choice, when the model speaks harmony (b.harmony set).
+	hstreams map[int]*harmonyStream
 }
 
 // response is the answer to a request without stream: its one prompt's
@@ -114,6 +120,9 @@ func (c *chatRun) response(ts []*tracker) any {
 // message is the assistant message of a finished output: its reasoning,
 // if a reasoning parser runs, and its answer.
 func (c *chatRun) message(o engine.CompletionOutput) chatOutput {
+	if c.b.harmony != nil {
+		return c.harmonyMessage(o)
+	}
 	if c.think == nil {
 		return c.answerMessage(o.Text)
 	}
@@ -162,6 +171,9 @@ func (c *chatRun) stream(ctx context.Context, out *sse, ts []*tracker) {
 		}
 	}
 	ok := c.b.relay(ctx, out, ts, func(_ int, o engine.CompletionOutput) any {
+		if c.b.harmony != nil {
+			return c.harmonyChunk(o)
+		}
 		full := ts[0].outs[o.Index]
 		var reasoning string
 		if c.think != nil {

@@ -81,8 +81,11 @@ func (c *chatRun) addReasoning(v any, o engine.CompletionOutput, reasoning strin
 }
 
 // reasoningUsage adds the reasoning tokens of outs to u when a reasoning
-// parser runs.
+// parser (or harmony's) runs.
 func (c *chatRun) reasoningUsage(u *usage, outs []engine.CompletionOutput) *usage {
+	if c.b.harmony != nil {
+		return c.harmonyUsage(u, outs)
+	}
 	if c.think == nil {
 		return u
 	}

@@ -231,7 +231,7 @@ func (f *ollamaGenFields) think(b *backend, req *chatRequest) *apiError {
 		}
 		on = true
 	}
-	if on && b.reasoning == nil {
+	if on && b.reasoning == nil && b.harmony == nil {
 		return badRequest("think", "%q does not support thinking (start the server with --reasoning-parser for a thinking model)", b.name)
 	}
 	if !on {

@@ -164,7 +164,7 @@ func (b *backend) ollamaShow(w http.ResponseWriter, r *http.Request) error {
 		arch + ".feed_forward_length": c.HiddenDim, arch + ".attention.head_count": c.Heads,
 		arch + ".attention.head_count_kv": c.KVHeads, arch + ".vocab_size": c.VocabSize}
 	caps := []string{"completion", "tools", "embedding"}
-	if b.reasoning != nil {
+	if b.reasoning != nil || b.harmony != nil {
 		caps = append(caps, "thinking")
 	}
 	var params strings.Builder

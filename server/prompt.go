@@ -144,6 +144,9 @@ func messageExtra(i int, m chatMessage, out *tokenizer.Message) *apiError {
 	if m.ToolCallID != "" {
 		extra["tool_call_id"] = m.ToolCallID
 	}
+	if m.ReasoningContent != "" {
+		extra["reasoning_content"], extra["thinking"] = m.ReasoningContent, m.ReasoningContent
+	}
 	if len(m.ToolCalls) > 0 {
 		if m.Role != "assistant" {
 			return badRequest("messages", "messages[%d]: only assistant messages have tool_calls", i)

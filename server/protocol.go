@@ -99,6 +99,10 @@ type chatMessage struct {
 	Name       string          `json:"name"`
 	ToolCalls  []toolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ReasoningContent is an earlier assistant turn's reasoning (vLLM's
+	// field), passed to the template as reasoning_content and, for
+	// gpt-oss's, thinking (as llama.cpp passes it).
+	ReasoningContent string `json:"reasoning_content"`
 }
 
 // stringList decodes a JSON string or list of strings (OpenAI's stop).

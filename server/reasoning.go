@@ -35,8 +35,9 @@ type reasoningParser struct {
 	thinkFirst bool    // deepseek_r1: the output begins inside the reasoning
 }
 
-// ReasoningParsers lists the --reasoning-parser values.
-func ReasoningParsers() []string { return []string{"deepseek_r1", "qwen3"} }
+// ReasoningParsers lists the --reasoning-parser values (openai_gptoss selects
+// harmony, harmony.go).
+func ReasoningParsers() []string { return []string{"deepseek_r1", "openai_gptoss", "qwen3"} }
 
 // newReasoningParser is the parser called name for tok's vocabulary, which
 // must hold <think> and </think> as tokens (vLLM refuses to start without
@@ -44,6 +45,9 @@ func ReasoningParsers() []string { return []string{"deepseek_r1", "qwen3"} }
 func newReasoningParser(name string, tok *tokenizer.Tokenizer) (*reasoningParser, error) {
 	if !slices.Contains(ReasoningParsers(), name) {
 		return nil, fmt.Errorf("--reasoning-parser must be %s, got %q", strings.Join(ReasoningParsers(), " or "), name)
+	}
+	if name == harmonyReasoningParser {
+		return nil, fmt.Errorf("--reasoning-parser %s reads harmony, with tool calls (harmony.go), not <think> markers", name)
 	}
 	p := &reasoningParser{name: name, start: "<think>", end: "</think>", thinkFirst: name == "deepseek_r1"}
 	_, okStart := tok.TokenID(p.start)

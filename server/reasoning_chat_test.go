@@ -242,7 +242,7 @@ func TestReasoningParserVocabulary(t *testing.T) {
 	ts := newTestServer(t, nil, Options{})
 	for _, tc := range []struct{ name, want string }{
 		{"qwen3", "--reasoning-parser qwen3: the model's vocabulary has no <think> and </think> tokens"},
-		{"granite", `--reasoning-parser must be deepseek_r1 or qwen3, got "granite"`},
+		{"granite", `--reasoning-parser must be deepseek_r1 or openai_gptoss or qwen3, got "granite"`},
 	} {
 		s := New(Options{ReasoningParser: tc.name, ChatTemplate: testTemplate})
 		if err := s.SetEngine(ts.e); err == nil || err.Error() != tc.want {

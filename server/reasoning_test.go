@@ -190,12 +190,15 @@ func TestNewReasoningParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range ReasoningParsers() {
+		if name == harmonyReasoningParser {
+			continue // harmony.go
+		}
 		p, err := newReasoningParser(name, tok)
 		if err != nil || len(p.endIDs) != 1 || p.endIDs[0] != 4 || p.thinkFirst != (name == "deepseek_r1") {
 			t.Errorf("%s: %+v, %v", name, p, err)
 		}
 	}
-	if _, err := newReasoningParser("granite", tok); err == nil || err.Error() != `--reasoning-parser must be deepseek_r1 or qwen3, got "granite"` {
+	if _, err := newReasoningParser("granite", tok); err == nil || err.Error() != `--reasoning-parser must be deepseek_r1 or openai_gptoss or qwen3, got "granite"` {
 		t.Errorf("unknown name: %v", err)
 	}
 	tok, err = tokenizer.New(tokenizer.Config{Model: tokenizer.ModelSPM, Tokens: tokens[:3], Types: types[:3],

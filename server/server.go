@@ -153,6 +153,7 @@ type backend struct {
 	toolParser       string           // the parser of tool_choice auto (toolFormats)
 	toolFallback     *toolFallback    // nil: the chat template shows tools itself
 	reasoning        *reasoningParser // nil: no reasoning parser
+	harmony          *harmonyParser   // non-nil: the model speaks harmony (gpt-oss), read in place of reasoning and tool parsers
 	grammars         grammarCache
 	maxQueue         int
 	live             sync.Map // engine request ids in use (claimID)
@@ -216,7 +217,10 @@ func (s *Server) SetEngine(e *engine.Engine) error {
 		}
 		b.pooling = pl
 	}
-	if p := s.opts.ReasoningParser; p != "" {
+	if err := s.planHarmony(b, src, e.ModelConfig().Arch); err != nil {
+		return err
+	}
+	if p := s.opts.ReasoningParser; p != "" && b.harmony == nil {
 		rp, err := newReasoningParser(p, tok)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -62,10 +63,34 @@ var toolFormats = map[string]toolFormat{
 		result:    func(content string) string { return content },
 		resultSep: "\n",
 	},
+	// OpenAI harmony's calls (gpt-oss; vLLM's openai parser), read with
+	// the reasoning by harmony.go. gpt-oss's template writes tools itself;
+	// these serve a template that ignores them.
+	"openai": {
+		parse: func(text string) (string, []toolCallFunc) {
+			h := parseHarmony(text)
+			return h.content, h.calls
+		},
+		instructions: func(tools []string) string {
+			return "# Tools\n\nTo call a function, write " + hChannel + "commentary to=functions.NAME " + hConstrain +
+				"json" + hMessage + "{arguments as JSON}" + hCall + "\n\nThe functions:\n" + strings.Join(tools, "\n")
+		},
+		call: func(name, args string) string {
+			var n string
+			if json.Unmarshal([]byte(name), &n) != nil {
+				n = name
+			}
+			return hChannel + "commentary to=functions." + n + " " + hConstrain + "json" + hMessage + args + hCall
+		},
+		callSep:   "",
+		result:    func(content string) string { return content },
+		resultSep: "\n",
+	},
 }
 
-// ToolCallParsers lists the --tool-call-parser values.
-func ToolCallParsers() []string { return []string{"hermes", "llama3_json"} }
+// ToolCallParsers lists the --tool-call-parser values (openai selects
+// harmony, harmony.go).
+func ToolCallParsers() []string { return []string{"hermes", "llama3_json", "openai"} }
 
 // parserRules choose the tool-call parser of a model when the command line
 // names none (--tool-call-parser): the first rule that matches the chat
@@ -76,6 +101,9 @@ var parserRules = []struct {
 	parser, why string
 	match       func(template, arch string) bool
 }{
+	{"openai", "the model speaks harmony (gpt-oss)", func(template, arch string) bool {
+		return arch == "gpt-oss" || strings.Contains(template, hChannel)
+	}},
 	{"hermes", "the chat template writes <tool_call> (Qwen 2.5/3, Hermes)", templateHas("<tool_call>")},
 	{"llama3_json", "the chat template is Llama 3's", templateHas("<|start_header_id|>")},
 	{"hermes", "the chat template is ChatML (<|im_start|>), as Qwen's and Hermes'", templateHas("<|im_start|>")},

@@ -6,10 +6,10 @@ import "regexp"
 // splitter cuts every chunk the previous one produced into pieces (its matches and the gaps
 // between them), and BPE merges never cross a piece boundary.
 //
-// Why no general regex engine: the GPT-2, Llama-3 and Qwen2 patterns need the lookahead
+// Why no general regex engine: the GPT-2, Llama-3, Qwen2 and GPT-4o patterns need the lookahead
 // \s+(?!\S), which Go's RE2-based regexp lacks. Rather than depend on a backtracking engine
 // (dlclark/regexp2) and reproduce llama.cpp's Unicode handling through it, those three
-// patterns are hand-coded scanners (pretokenize_scan.go) that mirror llama.cpp's own
+// patterns are hand-coded scanners (pretokenize_scan.go, pretokenize_gpt4o.go) that mirror llama.cpp's own
 // hand-written splitters, categories included; that is also linear-time. The remaining
 // patterns have no lookaround and run on Go's regexp with \s spelled out as llama.cpp's
 // whitespace set.
@@ -35,6 +35,7 @@ var preTokenizers = func() map[string]func() []splitter {
 	llama3 := func() []splitter { return []splitter{llama3Scanner{digitRun: 3}} }
 	qwen2 := func() []splitter { return []splitter{llama3Scanner{digitRun: 1}} }
 	bloom := func() []splitter { return []splitter{llama3Scanner{digitRun: 0}} }
+	gpt4o := func() []splitter { return []splitter{gpt4oScanner{}} }
 	m := map[string]func() []splitter{
 		"default": func() []splitter {
 			return []splitter{re(`[\pP$+<=>^~|]+`), gpt2Scanner{}, re(`\pN+`), re(`[0-9][0-9][0-9]`)}
@@ -64,6 +65,7 @@ var preTokenizers = func() map[string]func() []splitter {
 		{qwen2, []string{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "megrez", "hunyuan",
 			"solar-open"}},
 		{bloom, []string{"poro-chat", "bloom", "gpt3-finnish"}},
+		{gpt4o, []string{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}},
 	} {
 		for _, n := range names.names {
 			m[n] = names.pipeline

@@ -223,8 +223,14 @@ var eotTexts = []string{
 	"<EOT>", "_<EOT>", "<end_of_utterance>",
 }
 
-// eogTexts are the texts of tokens that end generation (llama.cpp's list, the common ones).
-var eogTexts = append([]string{"<|eom_id|>"}, eotTexts...)
+// eogTexts are the texts of tokens that end generation (llama.cpp's list, the common ones;
+// <|return|> and <|call|> are o200k_harmony's, gpt-oss's).
+var eogTexts = append([]string{"<|eom_id|>", "<|return|>", "<|call|>"}, eotTexts...)
+
+// harmonyMarkers are o200k_harmony's message markers, which llama.cpp retypes user-defined so
+// that they are rendered in generated text (the harmony output parser reads them) and are
+// recognised in raw text even without special-token parsing.
+var harmonyMarkers = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
 
 // buildEOG detects EOT/EOM by text when the metadata lacks them and builds the set of
 // end-of-generation ids: EOS, EOT, EOM and every token whose text is in eogTexts. Like
@@ -254,5 +260,29 @@ func (t *Tokenizer) buildEOG() {
 		if id != NoToken {
 			t.eog[id] = true
 		}
+	}
+	t.harmonyTypes()
+}
+
+// harmonyTypes applies llama.cpp's o200k_harmony workaround (llama-vocab.cpp): in a vocabulary
+// with <|return|>, <|call|> and <|end|>, <|end|> ends a message, not the generation, so it
+// leaves the end-of-generation set (and stops being EOT) and, like the message markers,
+// becomes user-defined.
+func (t *Tokenizer) harmonyTypes() {
+	for _, s := range harmonyMarkers {
+		if id, ok := t.ids[s]; ok {
+			t.types[id] = TypeUserDefined
+		}
+	}
+	ret, okRet := t.ids["<|return|>"]
+	call, okCall := t.ids["<|call|>"]
+	end, okEnd := t.ids["<|end|>"]
+	if !okRet || !okCall || !okEnd || !t.eog[ret] || !t.eog[call] {
+		return
+	}
+	delete(t.eog, end)
+	t.types[end] = TypeUserDefined
+	if t.eot == end {
+		t.eot = NoToken
 	}
 }

@@ -53,11 +53,12 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&v.autoToolChoice, "enable-auto-tool-choice", false,
 		`accepted for vLLM's command line: tool_choice "auto" is always on (calls are read by --tool-call-parser)`)
 	fs.StringVar(&v.toolCallParser, "tool-call-parser", "",
-		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), " (<tool_call>{…}</tool_call>), ")+
-			" (JSON objects); default: chosen from the model's chat template")
+		"how tool calls are written in the model's output: "+strings.Join(server.ToolCallParsers(), ", ")+
+			" (hermes: <tool_call>{…}</tool_call>; llama3_json: JSON objects; openai: gpt-oss's harmony);"+
+			" default: chosen from the model's chat template")
 	fs.StringVar(&v.reasoningParser, "reasoning-parser", "",
-		"split a thinking model's chat output into reasoning_content (<think>…</think>) and content: "+
-			strings.Join(server.ReasoningParsers(), " or "))
+		"split a thinking model's chat output into reasoning_content (<think>…</think>; openai_gptoss: harmony's analysis channel) and content: "+
+			strings.Join(server.ReasoningParsers(), " or ")+"; default: harmony for gpt-oss, else none")
 }
 
 // apply checks the vLLM flags and sets them on opts. --generation-config

@@ -22,7 +22,14 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
 QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
 BLOOM = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}+")
 
+# GPT-4o's o200k pattern as llama.cpp rewrites it (LLAMA_VOCAB_PRE_TYPE_GPT4O): tiktoken's case
+# classes become "a letter that is not a-z" / "not A-Z", which is what pagoda reproduces.
+GPT4O = (r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+         r"|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+         r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
 PIPELINES = {
+    "gpt-4o": [GPT4O],
     "gpt-2": [GPT2],
     "smollm": [r"\p{N}", GPT2],
     "llama3": [LLAMA3],
@@ -42,6 +49,7 @@ INPUTS = [
     "e\u0301 n\u0303", "😀😀 x 😶‍🌫️", "foo_bar-baz.qux", "<|im_start|>user", "{\"a\": [1, 2]}",
     "def f(x):\n    return x  # comment\n", "中文字符 and 日本語のテキスト 한국어",
     "Привет, мир!", "mixedCASE123abc", "a.b,c;d:e", "  ?!", "x ?!\n", " 1 22 333 4444",
+    "ÀB abcÀ ÉTÉ été", "helloWORLD HELLOworld", "path/to//x/\r\n/y", "ǅungla ʰa",
 ]
 
 
