@@ -224,6 +224,18 @@ type CommTimes struct {
 	AllReduces int // all-reduces started
 }
 
+// AttentionTimer is implemented by models that can time their attention
+// kernels (the paged attention itself: scores, softmax and the weighted sum
+// of values, without the Q/K/V and output projections). Timing is off until
+// TimeAttention(true): then each layer's attention runs as its own pool job
+// (not fused with the output projection; the results are the same bit for
+// bit) between two clock reads, and AttentionTime is the sum over the
+// layers of the last forward pass. Off, it is 0 and costs nothing.
+type AttentionTimer interface {
+	TimeAttention(on bool)
+	AttentionTime() time.Duration
+}
+
 // Reserver is implemented by models that can size their activation
 // buffers ahead of time (warm-up), so that no later step up to numTokens
 // tokens and numLogits logit rows allocates.

@@ -83,6 +83,10 @@ type Stats struct {
 	Compute, Comm, Wait time.Duration
 	// AllReduces is the number of all-reduces the forward pass started.
 	AllReduces int
+	// Attention is the part of Forward spent in the attention kernels when
+	// the model times them (model.AttentionTimer, turned on by the caller
+	// with TimeAttention(true)), else 0.
+	Attention time.Duration
 	// MicroBatches is 2 when the step ran split (dual-batch overlap), else 1.
 	MicroBatches int
 	// Plan is the plan the step ran with, nil when it ran eagerly (no
@@ -176,6 +180,9 @@ func (r *Runner) Execute(s *sched.Step) (Result, error) {
 		t := ct.CommTimes()
 		st.Comm, st.Wait, st.AllReduces = t.Comm, t.Wait, t.AllReduces
 		st.Compute = max(0, st.Forward-t.Comm-t.Wait)
+	}
+	if at, ok := r.model.(model.AttentionTimer); ok {
+		st.Attention = at.AttentionTime()
 	}
 	return Result{Logits: r.logits, Hidden: r.hidden, Rows: r.rows, Stats: st}, nil
 }

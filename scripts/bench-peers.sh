@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
-# Serves one GGUF file with pagoda and with llama.cpp's llama-server, one after the other, under
-# the same `pagoda bench serve` workload, and prints both and the ratios pagoda / llama-server.
+# pagoda beside its peers on the same GGUF files, in two modes:
 #
-#   scripts/bench-peers.sh [MODEL.gguf]
+#   scripts/bench-peers.sh [MODEL.gguf]                 # serving: pagoda serve vs llama-server
+#   scripts/bench-peers.sh latency [MODEL.gguf...]      # llama-bench's tests: pagoda vs llama.cpp
+#                                                       # and ik_llama.cpp (where it is built)
+#
+# latency: prefill of PP tokens (pp512) and decode of TG tokens (tg128), each also after DEPTHS
+# tokens of context are in the KV cache (llama-bench -d), measured by `pagoda bench latency
+# --depth`, llama.cpp's llama-bench (-d, -fa FA) and, when scripts/build-ik-llama-cpp.sh finds or
+# builds it, ik_llama.cpp's llama-bench (-rtr 1, run-time repacking; -fa FA; it has no -d: its
+# -gp D,TG gives tg at depth D, and no pp at a depth is measured there). The programs run one
+# repetition each, in turn (pagoda, llama.cpp, ik_llama.cpp, pagoda, …), REPS rounds, so that a
+# drift of the machine's speed is shared; the table gives, for each test, every program's median
+# and range (min–max) of tokens/s over the rounds and the ratios of pagoda's median to each
+# peer's. Environment: THREADS (2), REPS (3), PP (512), TG (128), DEPTHS (comma list, "0"; e.g.
+# "0,4096,16384": a depth plus PP or TG must fit the model's context, which pagoda checks), FA
+# (llama.cpp's and ik_llama.cpp's flash attention: 1, 0 or "0,1"; default 1), IK_LLAMA (auto, or
+# off to leave ik_llama.cpp out), LLAMA_ARGS / IK_ARGS / PAGODA_ARGS (extra flags), PAGODA, KEEP
+# (keeps the JSON of every run), LLAMA_EXTRA_BUFTS (as below; off runs llama-bench --repack 0).
+# pagoda runs its default arithmetic and attention. See docs/benchmarks.md for measuring on a
+# shared machine (autogroups).
+#
+# serving: serves one GGUF file with pagoda and with llama.cpp's llama-server, one after the
+# other, under the same `pagoda bench serve` workload, and prints both and the ratios
+# pagoda / llama-server.
 #
 # For each concurrency (1, 8 and 32) both servers are started fresh (no warm prefix cache), on
 # the same model file and the same number of threads, and measured with
@@ -32,6 +53,159 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
+
+# latency_peers MODEL...: the `latency` mode (see the top of this file).
+latency_peers() {
+  local models=("$@")
+  [ ${#models[@]} -eq 0 ] && models=("${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/SmolLM2-135M-Instruct.Q4_1.gguf")
+  local threads="${THREADS:-2}" reps="${REPS:-3}" pp="${PP:-512}" tg="${TG:-128}" depths="${DEPTHS:-0}"
+  local fa="${FA:-1}" ik="${IK_LLAMA:-auto}"
+  local llama_args ik_args pagoda_args
+  read -r -a llama_args <<<"${LLAMA_ARGS:-}"
+  read -r -a ik_args <<<"${IK_ARGS:-}"
+  read -r -a pagoda_args <<<"${PAGODA_ARGS:-}"
+  [[ "$depths" =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "bench-peers: DEPTHS must be comma-separated depths, e.g. 0,4096, got $depths" >&2; exit 1; }
+  [[ "$fa" =~ ^[01](,[01])?$ ]] || { echo "bench-peers: FA must be 0, 1 or 0,1, got $fa" >&2; exit 1; }
+  for v in "$reps" "$pp" "$tg" "$threads"; do
+    [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench-peers: REPS, PP, TG and THREADS must be positive integers" >&2; exit 1; }
+  done
+  case "$ik" in auto | off) ;; *) echo "bench-peers: IK_LLAMA must be auto or off" >&2; exit 1 ;; esac
+  for m in "${models[@]}"; do
+    [ -f "$m" ] || { echo "bench-peers: no model file $m (make model fetches the default one)" >&2; exit 1; }
+  done
+
+  local bin ikbin="" pagoda
+  bin="$("$here/scripts/build-llama-cpp.sh")"
+  work="${KEEP:-$(mktemp -d)}"
+  mkdir -p "$work"
+  [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+  if [ "$ik" = auto ]; then
+    if ikbin="$("$here/scripts/build-ik-llama-cpp.sh" 2>"$work/ik-build.log")"; then
+      :
+    else
+      ikbin=""
+      echo "bench-peers: leaving ik_llama.cpp out: scripts/build-ik-llama-cpp.sh failed:" >&2
+      tail -n 5 "$work/ik-build.log" | sed 's/^/  /' >&2
+    fi
+  else
+    echo "bench-peers: leaving ik_llama.cpp out (IK_LLAMA=off)" >&2
+  fi
+  pagoda="${PAGODA:-}"
+  if [ -z "$pagoda" ]; then
+    (cd "$here" && CGO_ENABLED=0 go build -o "$work/pagoda" ./cmd/pagoda)
+    pagoda="$work/pagoda"
+  fi
+
+  # llama.cpp's repacking (extra buffer types) crashes where the kernel grants no AMX tile state;
+  # as in the serve mode, a short llama-bench run decides (LLAMA_EXTRA_BUFTS=on|off overrides).
+  local bufts="${LLAMA_EXTRA_BUFTS:-auto}"
+  if [ "$bufts" = auto ]; then
+    bufts=off
+    if (timeout 600 "$bin/llama-bench" -m "${models[0]}" -t "$threads" -p 32 -n 0 -r 1 >"$work/probe.log" 2>&1) 2>/dev/null; then
+      bufts=on
+    else
+      echo "bench-peers: llama.cpp's extra buffer types fail here (llama-bench crashed); llama-bench runs with --repack 0" >&2
+    fi
+  fi
+  [ "$bufts" = on ] || llama_args=(--repack 0 "${llama_args[@]}")
+
+  # ik_llama.cpp's llama-bench has no -d: its -gp D,TG is tg at depth D (the D-token prompt
+  # untimed), and it has no prefill at a depth.
+  local gp=() ikpp=0 iktg=0
+  for d in ${depths//,/ }; do
+    if [ "$d" -gt 0 ]; then gp+=(-gp "$d,$tg"); else ikpp=$pp iktg=$tg; fi
+  done
+
+  local i r m n
+  for r in $(seq "$reps"); do
+    i=0
+    for m in "${models[@]}"; do
+      i=$((i + 1))
+      echo "bench-peers: round $r of $reps, $(basename "$m"): pagoda, llama.cpp${ikbin:+, ik_llama.cpp}" >&2
+      "$pagoda" bench latency --model "$m" --threads "$threads" --pp "$pp" --tg "$tg" --depth "$depths" \
+        --reps 1 --batch 1 --batch-steps 1 --output-json "$work/$i.$r.pagoda.json" "${pagoda_args[@]}" \
+        >"$work/$i.$r.pagoda.txt" 2>&1 || { echo "bench-peers: pagoda failed:" >&2; tail -n 20 "$work/$i.$r.pagoda.txt" >&2; exit 1; }
+      "$bin/llama-bench" -m "$m" -t "$threads" -p "$pp" -n "$tg" -d "$depths" -fa "$fa" -r 1 -o json \
+        "${llama_args[@]}" >"$work/$i.$r.llama.json" 2>"$work/$i.$r.llama.err" ||
+        { echo "bench-peers: llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.llama.err" >&2; exit 1; }
+      if [ -n "$ikbin" ]; then
+        "$ikbin/llama-bench" -m "$m" -t "$threads" -p "$ikpp" -n "$iktg" "${gp[@]}" -fa "$fa" -rtr 1 -r 1 -o json \
+          "${ik_args[@]}" >"$work/$i.$r.ik.json" 2>"$work/$i.$r.ik.err" ||
+          { echo "bench-peers: ik_llama.cpp's llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.ik.err" >&2; exit 1; }
+      fi
+    done
+  done
+
+  echo "$threads threads; $reps rounds, each running pagoda, llama.cpp${ikbin:+ and ik_llama.cpp} once in turn on each model (one repetition each);"
+  local ver
+  ver="$("$bin/llama-bench" --version 2>&1 | grep -m1 -o 'version: .*' || true)"
+  echo "median (min–max) tokens/s; ratios of the medians. llama.cpp: llama-bench ${ver:-version ?}, -fa $fa, extra buffer types $bufts${llama_args[*]:+ ${llama_args[*]}}."
+  [ -n "$ikbin" ] && echo "ik_llama.cpp: llama-bench of $(cat "$ikbin/../../ik_llama.cpp-src/PAGODA_COMMIT" 2>/dev/null | cut -c1-9 || echo '?'), -rtr 1 -fa $fa${ik_args[*]:+ ${ik_args[*]}}; its tg at a depth is its -gp D,$tg, and it has no pp at a depth (–)."
+  i=0
+  for m in "${models[@]}"; do
+    i=$((i + 1))
+    echo
+    echo "model $m"
+    echo
+    python3 - "$work" "$i" "$reps" "$([ -n "$ikbin" ] && echo 1 || echo 0)" <<'PY'
+import json, re, statistics, sys
+work, i, reps, has_ik = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+
+def fa_name(v):
+    return "1" if str(v).lower() in ("1", "true", "on", "enabled") else "0"
+
+def llama_key(row):
+    test = f"pp{row['n_prompt']}" if row.get("n_prompt") else f"tg{row['n_gen']}"
+    d = row.get("n_depth", 0)
+    return (f"{test} @ d{d}" if d else test), fa_name(row.get("flash_attn", 0))
+
+def ik_key(row):
+    m = re.fullmatch(r"tg(\d+)@pp(\d+)", row["test"])
+    test = f"tg{m.group(1)} @ d{m.group(2)}" if m else row["test"]
+    return test, fa_name(row.get("flash_attn", 0))
+
+cols = {"pagoda": {}}
+tests = []
+for r in range(1, reps + 1):
+    for row in json.load(open(f"{work}/{i}.{r}.pagoda.json"))["results"]:
+        if row["test"].startswith("decode"):
+            continue
+        cols["pagoda"].setdefault(row["test"], []).append(row["tokens_per_second"])
+        if row["test"] not in tests:
+            tests.append(row["test"])
+    for name, key, on in (("llama.cpp", llama_key, True), ("ik_llama.cpp", ik_key, has_ik)):
+        if not on:
+            continue
+        for row in json.load(open(f"{work}/{i}.{r}.{'llama' if name == 'llama.cpp' else 'ik'}.json")):
+            test, fa = key(row)
+            cols.setdefault(f"{name} -fa {fa}", {}).setdefault(test, []).append(row["avg_ts"])
+peers = [c for c in cols if c != "pagoda"]
+
+def cell(xs):
+    if not xs:
+        return "–"
+    return f"{statistics.median(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
+
+head = ["test", "pagoda"] + peers + [f"pagoda ÷ {p}" for p in peers]
+print("| " + " | ".join(head) + " |")
+print("| :--- | " + " | ".join(["---:"] * (len(head) - 1)) + " |")
+for t in tests:
+    p = cols["pagoda"].get(t, [])
+    row = [t, cell(p)] + [cell(cols[c].get(t, [])) for c in peers]
+    for c in peers:
+        q = cols[c].get(t, [])
+        row.append(f"**{statistics.median(p) / statistics.median(q):.2f}×**" if p and q else "–")
+    print("| " + " | ".join(row) + " |")
+PY
+  done
+  [ -z "${KEEP:-}" ] || echo "(the runs' JSON and logs are in $work)"
+}
+
+if [ "${1:-}" = latency ]; then
+  shift
+  latency_peers "$@"
+  exit 0
+fi
 model="${1:-${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/SmolLM2-135M-Instruct.Q4_1.gguf}"
 threads="${THREADS:-2}"
 read -r -a concs <<<"${CONCURRENCY:-1 8 32}"

@@ -23,6 +23,8 @@ type latencyFlags struct {
 	reps       int
 	pp, tg     int
 	batches    string
+	depths     depthList // context depths of the pp and tg tests (llama-bench's -d)
+	timeAttn   bool      // time the attention kernels apart (model.AttentionTimer)
 	batchCtx   int
 	batchSteps int
 	blockSize  int
@@ -53,12 +55,22 @@ type latencyResult struct {
 	ComputeMs  float64 `json:"compute_ms_per_step"`
 	CommMs     float64 `json:"communication_ms_per_step"`
 	WaitMs     float64 `json:"wait_ms_per_step"`
+	// Depth is the context already in the cache before the test's tokens
+	// (--depth); 0 for the batched tests, whose context is --batch-ctx.
+	Depth int `json:"depth"`
+	// With --time-attention: the mean time per step in the attention
+	// kernels (model.AttentionTimer) and in the rest of the forward pass.
+	AttentionMs float64 `json:"attention_ms_per_step,omitempty"`
+	OtherMs     float64 `json:"other_ms_per_step,omitempty"`
 }
 
 // runBenchLatency implements `pagoda bench latency`, like llama-bench: the
 // model is driven directly (no engine) for prefill (pp) and single-sequence
 // decode (tg) on every thread count, and for batched decode of several
-// sequences with a context each; every figure is also given as a fraction of
+// sequences with a context each; with --depth, the pp and tg tests run
+// after that many tokens of context are already in the cache (prefilled
+// first, in steps of depthChunk tokens, untimed), as llama-bench -d does;
+// every figure is also given as a fraction of
 // the machine ceiling measured in the same run: prefill FLOPs against the
 // int8 dot-product peak, decode weight bytes read per step against the read
 // bandwidth of a working set the size of the weights.
@@ -95,6 +107,10 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if need := f.depths.max() + max(f.pp, f.tg); cost.ctxLen > 0 && need > cost.ctxLen {
+		return usageError{fmt.Errorf("--depth %d with --pp %d and --tg %d needs %d positions, beyond the model's context length %d",
+			f.depths.max(), f.pp, f.tg, need, cost.ctxLen)}
+	}
 	c := measureCeilings(ts, max(64, int(cost.weightBytes>>20)))
 	c.print(stdout)
 	fmt.Fprintf(stdout, "\nmodel %s: %.1f MiB, %.1f M params; %.1f MiB of weights and %.2f GFLOP of matrix products per token\n\n",
@@ -123,6 +139,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if f.tpSize > 1 {
 		printBreakdown(stdout, f.tpSize, all)
 	}
+	if f.timeAttn {
+		printAttention(stdout, all)
+	}
 	return writeJSON(f.outputJSON, map[string]any{"ceilings": c, "results": all})
 }
 
@@ -137,6 +156,12 @@ func parseLatencyFlags(args []string, out io.Writer) (latencyFlags, error) {
 	fs.IntVar(&f.pp, "pp", 512, "prompt tokens of the prefill test")
 	fs.IntVar(&f.tg, "tg", 128, "generated tokens of the decode test")
 	fs.StringVar(&f.batches, "batch", "1,4,16,32", "sequences of the batched decode tests")
+	f.depths = depthList{0}
+	fs.Var(&f.depths, "depth", "comma-separated context depths: the pp and tg tests run after this many tokens are "+
+		"already in the KV cache (prefilled first, untimed; llama-bench's -d), e.g. 0,4096")
+	fs.Var(&f.depths, "d", "the same as --depth")
+	fs.BoolVar(&f.timeAttn, "time-attention", false, "time the attention kernels apart from the rest of each step "+
+		"(each layer's attention then runs as its own pool job, unfused from the output projection) and print the split")
 	fs.IntVar(&f.batchCtx, "batch-ctx", 128, "context tokens of each sequence in the batched tests")
 	fs.IntVar(&f.batchSteps, "batch-steps", 16, "decode steps timed in each batched test")
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
@@ -170,6 +195,7 @@ type modelCost struct {
 	weightBytes int64 // bytes of the weight matrices a decode step reads
 	macs        int64 // multiply-adds of those matrices per token
 	attnMACs    int64 // attention multiply-adds per token per context position
+	ctxLen      int   // trained context length (0: the file names none)
 }
 
 // readCost sums the 2-D weight matrices of a model file: all of them but
@@ -196,6 +222,8 @@ func readCost(path string) (modelCost, error) {
 	layers, _ := f.Uint(arch + ".block_count")
 	dim, _ := f.Uint(arch + ".embedding_length")
 	c.attnMACs = 2 * int64(layers) * int64(dim) // q·k and p·v over all query heads
+	ctx, _ := f.Uint(arch + ".context_length")
+	c.ctxLen = int(ctx)
 	if c.weightBytes == 0 {
 		return c, fmt.Errorf("%s: no weight matrices", path)
 	}
@@ -213,47 +241,71 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 		return nil, err
 	}
 	defer m.Close()
-	seqs, maxCtx := 1, max(f.pp, f.tg)
-	for _, b := range batches {
-		seqs, maxCtx = max(seqs, b), max(maxCtx, f.batchCtx+f.batchSteps)
+	if at, ok := m.(model.AttentionTimer); ok && f.timeAttn {
+		at.TimeAttention(true)
 	}
-	r, err := newSeqRunner(m, seqs, maxCtx, f.blockSize, kvType, f.seed)
+	ctxs, reserve := seqContexts(f, batches)
+	r, err := newSeqRunner(m, ctxs, reserve, f.blockSize, kvType, f.seed)
 	if err != nil {
 		return nil, err
 	}
 	r.dbo = f.dbo
 	ci := c.at(threads)
 	bw, peak := c.ReadGBs[ci]*1e9, c.DotGOps[ci]*1e9
+	mc := m.Config()
+	kvToken := float64(model.BlockBytes(mc.Layers, 1, mc.KVHeads, mc.HeadDim, kvType)) // K and V of one position, all layers
 	var rs []latencyResult
-	add := func(test string, tps []float64, frac func(float64) float64, ceiling string) {
+	add := func(test string, depth int, tps []float64, frac func(float64) float64, ceiling string) {
 		mean, sd := meanSD(tps)
-		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling}
+		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling, Depth: depth}
 		r.totals.fill(&res)
 		rs = append(rs, res)
 	}
-	ppFlops := 2 * (float64(cost.macs) + float64(cost.attnMACs)*float64(f.pp+1)/2)
-	tps, err := r.timeReps(f.reps, func() (int, error) { return f.pp, r.prefill(0, 0, f.pp) })
-	if err != nil {
-		return rs, err
+	if err := r.prefill(0, 0, f.pp); err != nil { // warm-up, untimed, as llama-bench's
+		return nil, err
 	}
-	add(fmt.Sprintf("pp%d", f.pp), tps, func(t float64) float64 { return t * ppFlops / peak }, "int8 dot peak")
-	tps, err = r.timeReps(f.reps, func() (int, error) { return f.tg, r.decodeOne(f.tg) })
-	if err != nil {
-		return rs, err
+	for _, d := range f.depths {
+		if err := r.fillContext(0, d); err != nil {
+			return rs, err
+		}
+		ppFlops := 2 * (float64(cost.macs) + float64(cost.attnMACs)*(float64(d)+float64(f.pp+1)/2))
+		tps, err := r.timeReps(f.reps, func() (int, error) { return f.pp, r.prefill(0, d, f.pp) })
+		if err != nil {
+			return rs, err
+		}
+		add(depthName(fmt.Sprintf("pp%d", f.pp), d), d, tps, func(t float64) float64 { return t * ppFlops / peak }, "int8 dot peak")
+		tgBytes, ceiling := float64(cost.weightBytes), "read bandwidth"
+		if d > 0 { // each step also reads the KV cache of its context
+			tgBytes += kvToken * (float64(d) + float64(f.tg)/2)
+			ceiling = "read bandwidth (weights + KV cache)"
+		}
+		tps, err = r.timeReps(f.reps, func() (int, error) { return f.tg, r.decodeOne(d, f.tg) })
+		if err != nil {
+			return rs, err
+		}
+		add(depthName(fmt.Sprintf("tg%d", f.tg), d), d, tps, func(t float64) float64 { return t * tgBytes / bw }, ceiling)
 	}
-	add(fmt.Sprintf("tg%d", f.tg), tps, func(t float64) float64 { return t * float64(cost.weightBytes) / bw }, "read bandwidth")
 	for _, b := range batches {
 		if err := r.prefillAll(b, f.batchCtx); err != nil {
 			return rs, err
 		}
-		tps, err = r.timeReps(f.reps, func() (int, error) { return b * f.batchSteps, r.decodeBatch(b, f.batchCtx, f.batchSteps) })
+		tps, err := r.timeReps(f.reps, func() (int, error) { return b * f.batchSteps, r.decodeBatch(b, f.batchCtx, f.batchSteps) })
 		if err != nil {
 			return rs, err
 		}
 		steps := func(t float64) float64 { return t / float64(b) * float64(cost.weightBytes) / bw }
-		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), tps, steps, "read bandwidth (weights once per step)")
+		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), 0, tps, steps, "read bandwidth (weights once per step)")
 	}
 	return rs, nil
+}
+
+// depthName names a test at a depth as llama-bench does ("pp512 @ d4096";
+// at depth 0 the plain name).
+func depthName(test string, depth int) string {
+	if depth == 0 {
+		return test
+	}
+	return fmt.Sprintf("%s @ d%d", test, depth)
 }
 
 // startProfile starts a CPU profile into path and returns its stop.

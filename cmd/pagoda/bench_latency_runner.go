@@ -13,8 +13,8 @@ import (
 
 // seqRunner drives the model through the engine's runner (runner.Runner,
 // eager: no captured plans) with synthetic steps (sched.Step) on a paged KV
-// cache: sequence s owns blocks [s·per, (s+1)·per) in order in each KV
-// cache group g (offset by g·seqs·per; a window group keeps every block),
+// cache: sequence s owns its own run of consecutive blocks, enough for its
+// context, in each KV cache group (a window group keeps every block),
 // and tokens are random ids. The steps are what the scheduler would hand the runner for
 // the same work, so the benchmark times the serving path's batch building,
 // dual-batch-overlap split and forward pass, not a copy of them.
@@ -23,7 +23,7 @@ type seqRunner struct {
 	bs     int
 	seqs0  int       // sequences the cache holds
 	groups int       // KV cache groups
-	tables [][]int32 // (groups × seqs, per) physical blocks of each sequence in each group
+	tables [][]int32 // (groups × seqs, its blocks) physical blocks of each sequence in each group
 	vocab  int
 	rng    *rand.Rand
 	step   sched.Step
@@ -38,33 +38,43 @@ type seqRunner struct {
 	totals stepTotals // since the last reset
 }
 
-// stepTotals sum the steps' forward time and its split (model.CommTimes)
-// and count them.
+// stepTotals sum the steps' forward time and its split (model.CommTimes,
+// runner.Stats.Attention) and count them.
 type stepTotals struct {
 	steps, split int
 	forward      time.Duration
+	attention    time.Duration
 	comm         model.CommTimes
 }
 
-// newSeqRunner allocates a cache for seqs sequences of up to maxCtx tokens.
-func newSeqRunner(m model.Model, seqs, maxCtx, bs int, kvType model.KVType, seed uint64) (*seqRunner, error) {
-	per := (maxCtx + bs - 1) / bs
+// newSeqRunner allocates a cache for len(ctxs) sequences, sequence s of up
+// to ctxs[s] tokens, and sizes the model's buffers for steps of up to
+// reserve tokens.
+func newSeqRunner(m model.Model, ctxs []int, reserve, bs int, kvType model.KVType, seed uint64) (*seqRunner, error) {
+	seqs, total := len(ctxs), 0
+	for _, c := range ctxs {
+		total += (c + bs - 1) / bs
+	}
 	groups := m.Config().KVLayout().NumGroups()
-	cache, err := runner.NewCacheEngine(m, groups*seqs*per, 0, bs, kvType)
+	cache, err := runner.NewCacheEngine(m, groups*total, 0, bs, kvType)
 	if err != nil {
 		return nil, err
 	}
 	r := &seqRunner{exec: runner.New(m, cache, runner.Options{MaxNumSeqs: seqs}), bs: bs, seqs0: seqs, groups: groups,
 		vocab: m.Config().VocabSize, rng: rand.New(rand.NewPCG(seed, 2))}
-	for s := range groups * seqs {
-		t := make([]int32, per)
-		for i := range t {
-			t[i] = int32(s*per + i)
+	next := int32(0)
+	for range groups {
+		for _, c := range ctxs {
+			t := make([]int32, (c+bs-1)/bs)
+			for i := range t {
+				t[i] = next
+				next++
+			}
+			r.tables = append(r.tables, t)
 		}
-		r.tables = append(r.tables, t)
 	}
 	if res, ok := m.(model.Reserver); ok {
-		res.Reserve(max(maxCtx, seqs), seqs)
+		res.Reserve(max(reserve, seqs), seqs)
 	}
 	return r, nil
 }
@@ -86,6 +96,7 @@ func (r *seqRunner) run(seqs, pos, ns []int) error {
 		r.totals.split++
 	}
 	r.totals.forward += st.Forward
+	r.totals.attention += st.Attention
 	r.totals.comm.Comm += st.Comm
 	r.totals.comm.Wait += st.Wait
 	r.totals.comm.AllReduces += st.AllReduces
@@ -128,9 +139,21 @@ func (r *seqRunner) prefill(s, pos, n int) error {
 	return r.run([]int{s}, []int{pos}, []int{n})
 }
 
-// decodeOne decodes steps tokens of sequence 0 from an empty context.
-func (r *seqRunner) decodeOne(steps int) error {
-	for p := range steps {
+// fillContext writes depth tokens of context into sequence s's cache
+// (positions 0..depth-1), in steps of up to depthChunk tokens.
+func (r *seqRunner) fillContext(s, depth int) error {
+	for p := 0; p < depth; p += depthChunk {
+		if err := r.prefill(s, p, min(depthChunk, depth-p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeOne decodes steps tokens of sequence 0 from position pos (after
+// pos tokens of context).
+func (r *seqRunner) decodeOne(pos, steps int) error {
+	for p := pos; p < pos+steps; p++ {
 		if err := r.run([]int{0}, []int{p}, []int{1}); err != nil {
 			return err
 		}
@@ -175,6 +198,9 @@ func (t stepTotals) fill(res *latencyResult) {
 	}
 	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(t.steps) }
 	res.ComputeMs, res.CommMs, res.WaitMs = ms(t.forward-t.comm.Comm-t.comm.Wait), ms(t.comm.Comm), ms(t.comm.Wait)
+	if t.attention > 0 {
+		res.AttentionMs, res.OtherMs = ms(t.attention), ms(t.forward-t.attention)
+	}
 }
 
 // printBreakdown prints each test's mean per-step split (tensor parallelism).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"pagoda/internal/testmodel"
+	"pagoda/model"
 )
 
 func TestParseThreads(t *testing.T) {
@@ -136,5 +138,157 @@ func TestBenchCeilings(t *testing.T) {
 	}
 	if code, _, _ := runCLI("bench", "ceilings", "--read-mib", "0"); code != 2 {
 		t.Fatalf("--read-mib 0: exit %d, want 2", code)
+	}
+}
+
+func TestDepthList(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []int
+		ok   bool
+	}{
+		{"0", []int{0}, true},
+		{"0,4096,16384,32768", []int{0, 4096, 16384, 32768}, true},
+		{" 512 , 8", []int{512, 8}, true},
+		{"", nil, false},
+		{"-1", nil, false},
+		{"1,x", nil, false},
+		{"4096,", nil, false},
+		{"2000000", nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			var d depthList
+			err := d.Set(c.in)
+			if (err == nil) != c.ok || c.ok && !slices.Equal(d, c.want) {
+				t.Fatalf("Set(%q) = %v, %v; want %v ok=%v", c.in, d, err, c.want, c.ok)
+			}
+			if c.ok && d.String() != strings.Join(strings.Fields(strings.ReplaceAll(c.in, ",", " ")), ",") {
+				t.Fatalf("String() = %q after Set(%q)", d.String(), c.in)
+			}
+		})
+	}
+}
+
+// TestLatencyDepthFlags parses --depth and -d as llama-bench's -d: a
+// comma list, 0 by default, the last occurrence winning.
+func TestLatencyDepthFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []int
+		attn bool
+	}{
+		{nil, []int{0}, false},
+		{[]string{"-d", "0,4096"}, []int{0, 4096}, false},
+		{[]string{"--depth", "512"}, []int{512}, false},
+		{[]string{"--depth=0,16384,32768", "--time-attention"}, []int{0, 16384, 32768}, true},
+		{[]string{"-d", "1", "--d", "2,3"}, []int{2, 3}, false},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			f, err := parseLatencyFlags(c.args, io.Discard)
+			if err != nil || !slices.Equal(f.depths, c.want) || f.timeAttn != c.attn || f.depths.max() != slices.Max(c.want) {
+				t.Fatalf("depths %v, time-attention %v, %v; want %v, %v", f.depths, f.timeAttn, err, c.want, c.attn)
+			}
+		})
+	}
+	for _, args := range [][]string{{"-d", "x"}, {"--depth", "-4"}, {"-d"}} {
+		if _, err := parseLatencyFlags(args, io.Discard); err == nil {
+			t.Fatalf("%v: no error", args)
+		}
+	}
+}
+
+// TestBenchLatencyDepth runs pp and tg at two depths on the tiny stories
+// model with the attention timed: the tests at depth are named as
+// llama-bench names them, and each step's attention time is reported.
+func TestBenchLatencyDepth(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "lat.json")
+	code, stdout, stderr := runCLI("bench", "latency", "--model", testmodel.Stories(t),
+		"--threads", "1", "--reps", "2", "--pp", "16", "--tg", "4", "-d", "0,600", "--batch", "2", "--batch-ctx", "8",
+		"--batch-steps", "2", "--block-size", "16", "--time-attention", "--output-json", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"| 1 | pp16 |", "| 1 | tg4 |", "| 1 | pp16 @ d600 |", "| 1 | tg4 @ d600 |",
+		"weights + KV cache", "attention share"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	var res struct {
+		Results []latencyResult `json:"results"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Results) != 5 {
+		t.Fatalf("JSON %s: %v", b, err)
+	}
+	depths := []int{0, 0, 600, 600, 0}
+	steps := []int{2, 8, 2, 8, 4} // per test, over its 2 reps
+	for i, r := range res.Results {
+		if r.Depth != depths[i] || r.Steps != steps[i] || !(r.Tokens > 0) || !(r.AttentionMs > 0) || !(r.OtherMs > 0) {
+			t.Fatalf("result %d %+v: want depth %d, %d steps, positive tokens/s and attention and other times", i, r, depths[i], steps[i])
+		}
+	}
+	// Too deep for the model's 2048 positions: a usage error before any test.
+	if code, _, stderr := runCLI("bench", "latency", "--model", testmodel.Stories(t), "--threads", "1",
+		"--pp", "16", "--tg", "4", "-d", "2040"); code != 2 || !strings.Contains(stderr, "context length 2048") {
+		t.Fatalf("-d 2040: exit %d (%s), want 2 naming the context length", code, stderr)
+	}
+}
+
+// TestAttentionTimerIdentical checks that timing the attention (which
+// runs it unfused from the output projection) changes no logit, and that
+// the runner reports the time only while the timer is on.
+func TestAttentionTimerIdentical(t *testing.T) {
+	m, _, err := model.Load(testmodel.Stories(t), model.LoadOptions{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	at, ok := m.(model.AttentionTimer)
+	if !ok {
+		t.Fatal("the stories model does not implement model.AttentionTimer")
+	}
+	var logits [2][]float32
+	for i, on := range []bool{false, true} {
+		at.TimeAttention(on)
+		r, err := newSeqRunner(m, []int{64}, 64, 16, model.KVF16, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range [][2]int{{0, 40}, {40, 1}, {41, 1}} { // a prompt, then two decode steps
+			r.build([]int{0}, []int{step[0]}, []int{step[1]})
+			res, err := r.exec.Execute(&r.step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (res.Stats.Attention > 0) != on {
+				t.Fatalf("timer %v: Stats.Attention %v", on, res.Stats.Attention)
+			}
+			logits[i] = append(logits[i], res.Logits...)
+		}
+	}
+	at.TimeAttention(false)
+	if !slices.Equal(logits[0], logits[1]) {
+		t.Fatal("logits differ with the attention timer on")
+	}
+}
+
+// TestSeqContexts checks the cache each test sequence gets: sequence 0 the
+// deepest depth plus the longer of pp and tg, the batched sequences their
+// context plus steps, and the step reservation the largest single step.
+func TestSeqContexts(t *testing.T) {
+	f := latencyFlags{pp: 512, tg: 128, depths: depthList{0, 4096}, batchCtx: 128, batchSteps: 16}
+	ctxs, reserve := seqContexts(f, []int{1, 4})
+	if !slices.Equal(ctxs, []int{4608, 144, 144, 144}) || reserve != 512 {
+		t.Fatalf("contexts %v, reserve %d", ctxs, reserve)
+	}
+	f = latencyFlags{pp: 16, tg: 4, depths: depthList{100}, batchCtx: 8, batchSteps: 2}
+	if ctxs, reserve := seqContexts(f, []int{2}); !slices.Equal(ctxs, []int{116, 10}) || reserve != 100 {
+		t.Fatalf("contexts %v, reserve %d", ctxs, reserve)
 	}
 }

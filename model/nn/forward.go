@@ -136,7 +136,9 @@ func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []in
 	if at.Bidirectional {
 		s.attn.Positions = s.last
 	}
-	if project {
+	if m.attnT.on {
+		m.timedAttention(s, kv, at.O.W, n, project)
+	} else if project {
 		m.pool.AttentionMatMul(&s.attn, kv, s.xb, at.O.W)
 	} else {
 		m.pool.Attention(&s.attn, kv)

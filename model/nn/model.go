@@ -79,6 +79,7 @@ type Model struct {
 	mu    sync.Mutex // serialises Forward; guards s and micro
 	s     [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
 	micro [2]ubatch
+	attnT attnTimer // model.AttentionTimer; guarded by mu
 }
 
 // Config returns the model's shape.

@@ -54,6 +54,7 @@ type ubatch struct {
 // above), then computes their logits.
 func (m *Model) run(us []ubatch, kv *model.KVCache) error {
 	m.tp.times, m.tp.inflight = model.CommTimes{}, 0
+	m.attnT.last = 0
 	for i := range us {
 		m.begin(&us[i], kv)
 	}
