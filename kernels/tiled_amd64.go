@@ -22,6 +22,7 @@ func tiledAsm(block func(dst *float32, src *uint16, offs *int, n, hd int),
 	values2 func(acc0, acc1, e0, e1, vb *float32, n, hp int)) tiledKernels {
 	k := tiledKernels{
 		blockF16: func(dst []float32, src []uint16, offs []int, hd int) { tiledBlockWith(block, dst, src, offs, hd) },
+		blockQ8:  blockQ8Generic,
 		scores: func(out, q, kb []float32, scale float32, n int) float32 {
 			return tiledScoresWith(scores, out, q, kb, scale, n)
 		},
