@@ -149,3 +149,18 @@ func TestKVQ8Bytes(t *testing.T) {
 		t.Fatalf("ParseKVType(q8_0) = %v, %v", s, err)
 	}
 }
+
+// TestAttentionQ8NoAllocs: the attention over a Q8_0 cache, and writing
+// rows into it, allocate nothing once a pool has run the shape.
+func TestAttentionQ8NoAllocs(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	a, kv := sameAttnCase(newRand(6), KVQ8_0, 64, 6, 2, 16, []int{3, 60}, []int{1, 40})
+	a.Mode = AttnTiled
+	p.Attention(a, kv)
+	k, v := randVec(newRand(7), 2*64, 1), randVec(newRand(8), 2*64, 1)
+	slots := []int32{5}
+	if n := testing.AllocsPerRun(20, func() { p.Attention(a, kv); WriteKV(kv, slots, k, v) }); n != 0 {
+		t.Fatalf("Attention and WriteKV on a Q8_0 cache allocate %v times", n)
+	}
+}
