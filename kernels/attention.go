@@ -250,10 +250,10 @@ func (p *Pool) planAttention(a *Attention, kv *KVLayer) int {
 func checkAttention(a *Attention, kv *KVLayer, n int) {
 	hd := kv.HeadDim
 	ns := len(a.QueryStart) - 1
+	checkQ8(a, kv)
 	ok := a.Heads > 0 && kv.KVHeads > 0 && a.Heads%kv.KVHeads == 0 && hd > 0 && kv.BlockSize > 0 &&
 		len(a.Q) == n*a.Heads*hd && len(a.Out) == len(a.Q) && ns >= 0 && len(a.BlockTables) == ns &&
 		len(kv.K32) == len(kv.V32) && len(kv.K16) == len(kv.V16) && len(kv.K8) == len(kv.V8) &&
-		(kv.Type != KVQ8_0 || a.Mode == AttnTiled && hd%q8Block == 0) &&
 		(ns == 0 && n == 0 || ns > 0 && a.QueryStart[0] == 0 && int(a.QueryStart[ns]) == n)
 	for s := 0; ok && s < ns; s++ {
 		ok = a.QueryStart[s] <= a.QueryStart[s+1]

@@ -1,6 +1,9 @@
 package kernels
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // A Q8_0 KV cache (KVQ8_0, `--kv-cache-dtype q8_0`) stores every K and V
 // row as llama.cpp stores a q8_0 cache: ggml's block_q8_0, one f16 scale d
@@ -99,6 +102,15 @@ func blockQ8Generic(dst []float32, src []byte, offs []int, hd int) {
 	}
 	for m := range hd / 16 { // the missing positions of every chunk
 		clear(dst[(16*m+len(offs))*16 : (16*m+16)*16])
+	}
+}
+
+// checkQ8 panics when a Q8_0 cache is read by anything but AttnTiled, or
+// holds rows that are not whole blocks.
+func checkQ8(a *Attention, kv *KVLayer) {
+	if kv.Type == KVQ8_0 && (a.Mode != AttnTiled || kv.HeadDim%q8Block != 0) {
+		panic(fmt.Sprintf("kernels: a Q8_0 KV cache is read by AttnTiled only, with a head dimension that is a multiple of 32 (mode %d, head dimension %d)",
+			a.Mode, kv.HeadDim))
 	}
 }
 

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -162,5 +163,24 @@ func TestAttentionQ8NoAllocs(t *testing.T) {
 	slots := []int32{5}
 	if n := testing.AllocsPerRun(20, func() { p.Attention(a, kv); WriteKV(kv, slots, k, v) }); n != 0 {
 		t.Fatalf("Attention and WriteKV on a Q8_0 cache allocate %v times", n)
+	}
+}
+
+// TestAttentionQ8OtherModesPanic: llama.cpp's exact paths do not read a
+// Q8_0 cache; asking them to panics with a message that says so.
+func TestAttentionQ8OtherModesPanic(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	for _, mode := range []AttnMode{AttnMatMul, AttnFlash} {
+		a, kv := sameAttnCase(newRand(9), KVQ8_0, 64, 2, 1, 16, []int{5}, []int{1})
+		a.Mode = mode
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "AttnTiled only") {
+					t.Fatalf("mode %d: recovered %v", mode, r)
+				}
+			}()
+			p.Attention(a, kv)
+		}()
 	}
 }
