@@ -139,6 +139,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--num-gpu-blocks-override must be ≥ 0, got %d", c.NumBlocksOverride)
 	case c.Threads < 0:
 		return fmt.Errorf("--threads must be ≥ 0, got %d", c.Threads)
+	case c.KVCacheType == model.KVQ8_0 && (c.ExactArithmetic || c.NoRepack || c.FlashAttention):
+		return fmt.Errorf("--kv-cache-dtype q8_0 needs the fast arithmetic's attention: not with --exact-arithmetic, --no-repack or flash attention")
 	}
 	return c.schedConfig().Validate()
 }

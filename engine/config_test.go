@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"pagoda/model"
 )
 
 // The partial-prefill flags: vLLM's 4% default threshold with concurrent
@@ -39,6 +41,31 @@ func TestPrefillLimitsConfig(t *testing.T) {
 				t.Fatal(err)
 			case tc.wantErr == "" && c.LongPrefillTokenThreshold != tc.wantThreshold:
 				t.Fatalf("threshold %d, want %d", c.LongPrefillTokenThreshold, tc.wantThreshold)
+			}
+		})
+	}
+}
+
+// A q8_0 KV cache runs with the fast arithmetic's attention only: with
+// llama.cpp's exact paths it is refused, naming the flags.
+func TestKVQ8Config(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		set     func(c *Config)
+		wantErr bool
+	}{
+		{"fast", func(c *Config) {}, false},
+		{"exact", func(c *Config) { c.ExactArithmetic = true }, true},
+		{"no-repack", func(c *Config) { c.NoRepack = true }, true},
+		{"flash", func(c *Config) { c.FlashAttention = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig("m.gguf")
+			c.KVCacheType = model.KVQ8_0
+			tc.set(&c)
+			err := c.validate()
+			if tc.wantErr != (err != nil) || err != nil && !strings.Contains(err.Error(), "--kv-cache-dtype q8_0") {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
 			}
 		})
 	}

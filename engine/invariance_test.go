@@ -55,26 +55,33 @@ func TestBatchInvarianceSmolLM2(t *testing.T) {
 	seed := func(i int) *int64 { s := int64(1000 + i); return &s }
 	for _, tc := range []struct {
 		name   string
+		kv     model.KVType
 		params func(i int) SamplingParams
 	}{
-		{"greedy", func(i int) SamplingParams { return GreedyParams(6 + i%7) }},
-		{"seeded_n3", func(i int) SamplingParams {
+		{"greedy", model.KVF16, func(i int) SamplingParams { return GreedyParams(6 + i%7) }},
+		{"seeded_n3", model.KVF16, func(i int) SamplingParams {
 			p := DefaultSamplingParams()
 			p.N, p.Temperature, p.TopP, p.Seed, p.MaxTokens = 3, 0.8, 0.95, seed(i), 5+i%5
 			return p
 		}},
+		// a q8_0 cache: tokens and every logprob identical
+		{"q8_0_greedy_logprobs", model.KVQ8_0, func(i int) SamplingParams {
+			p := GreedyParams(6 + i%7)
+			p.ReturnLogprobs = true
+			return p
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testInvariance(t, n, tc.params)
+			testInvariance(t, n, tc.kv, tc.params)
 		})
 	}
 }
 
-func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
+func testInvariance(t *testing.T, n int, kv model.KVType, params func(i int) SamplingParams) {
 	path := testmodel.Default(t)
 	// The default arithmetic (fast), which the product serves with.
 	alone := newTestEngine(t, path, func(c *Config) {
-		c.KVCacheType, c.EnablePrefixCaching, c.MaxModelLen = model.KVF16, false, 256
+		c.KVCacheType, c.EnablePrefixCaching, c.MaxModelLen = kv, false, 256
 		c.ExactArithmetic = false
 	})
 	reqs := invarianceWorkload(t, alone, n, params)
@@ -82,14 +89,14 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 	for i, r := range reqs {
 		want[i] = runAll(t, alone, []Request{r})[0]
 	}
-	per := int64(model.BlockBytes(30, 16, 3, 64, model.KVF16))
+	per := int64(model.BlockBytes(30, 16, 3, 64, kv))
 	for _, run := range []struct {
 		mode    sched.PreemptionMode
 		partial bool // long prompts chunked to 24 tokens, 2 prefills at once, 1 long
 	}{{sched.PreemptAuto, false}, {sched.PreemptSwap, false}, {sched.PreemptAuto, true}} {
 		mode := run.mode
 		crowd := newTestEngine(t, path, func(c *Config) {
-			c.KVCacheType, c.MaxModelLen, c.BlockSize = model.KVF16, 160, 16
+			c.KVCacheType, c.MaxModelLen, c.BlockSize = kv, 160, 16
 			c.NumBlocksOverride, c.SwapSpace, c.Preemption = max(10, 3*n/4), 96*per, mode
 			c.MaxNumBatchedTokens, c.MaxNumSeqs = 64, 16
 			c.ExactArithmetic = false
@@ -107,6 +114,9 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 				if !slices.Equal(got[i].Outputs[j].TokenIDs, want[i].Outputs[j].TokenIDs) {
 					t.Errorf("mode %d request %d output %d: %v together, %v alone", mode, i, j, got[i].Outputs[j].TokenIDs, want[i].Outputs[j].TokenIDs)
 				}
+				if g, w := logprobsOf(got[i].Outputs[j]), logprobsOf(want[i].Outputs[j]); !slices.Equal(g, w) {
+					t.Errorf("mode %d request %d output %d: logprobs %v together, %v alone", mode, i, j, g, w)
+				}
 			}
 		}
 		st := crowd.Stats()
@@ -116,4 +126,14 @@ func testInvariance(t *testing.T, n int, params func(i int) SamplingParams) {
 			t.Errorf("the workload must preempt (recompute in auto mode, swap in swap mode) and hit the prefix cache: %+v", st)
 		}
 	}
+}
+
+// logprobsOf lists the logprobs of an output's tokens (none when not
+// asked for).
+func logprobsOf(o CompletionOutput) []float32 {
+	var l []float32
+	for _, lp := range o.Logprobs {
+		l = append(l, lp.Logprob)
+	}
+	return l
 }

@@ -12,11 +12,12 @@ const (
 	KVF32  KVType = iota // float32
 	KVF16                // IEEE half, rounded to nearest even on write
 	KVBF16               // bfloat16, rounded to nearest even on write
+	KVQ8_0               // ggml's block_q8_0: 32 int8 and one f16 scale (attention_q8.go)
 )
 
 // kvTypeNames are the KV types' names, as String writes and ParseKVType
 // reads them.
-var kvTypeNames = [...]string{KVF32: "f32", KVF16: "f16", KVBF16: "bf16"}
+var kvTypeNames = [...]string{KVF32: "f32", KVF16: "f16", KVBF16: "bf16", KVQ8_0: "q8_0"}
 
 func (t KVType) String() string {
 	if t >= 0 && int(t) < len(kvTypeNames) {
@@ -25,20 +26,24 @@ func (t KVType) String() string {
 	return fmt.Sprintf("kvtype(%d)", int(t))
 }
 
-// Size is the bytes per element.
-func (t KVType) Size() int {
-	if t == KVF32 {
-		return 4
+// Bytes is the memory of n elements (n a multiple of 32 for KVQ8_0: 34
+// bytes per 32).
+func (t KVType) Bytes(n int) int {
+	switch t {
+	case KVF32:
+		return 4 * n
+	case KVQ8_0:
+		return n / q8Block * q8BlockBytes
 	}
-	return 2
+	return 2 * n
 }
 
-// ParseKVType parses "f32", "f16" or "bf16".
+// ParseKVType parses "f32", "f16", "bf16" or "q8_0".
 func ParseKVType(s string) (KVType, error) {
 	if i := slices.Index(kvTypeNames[:], s); i >= 0 {
 		return KVType(i), nil
 	}
-	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16)", s)
+	return 0, fmt.Errorf("unknown KV cache type %q (allowed: f32, f16, bf16, q8_0)", s)
 }
 
 // KVLayer is one layer of a paged KV cache: the one description of the KV
@@ -50,11 +55,14 @@ func ParseKVType(s string) (KVType, error) {
 // that one KV head's rows of a block are contiguous (attention reads them
 // block by block, head by head) and a block is one contiguous run of
 // BlockSize·KVHeads·HeadDim elements (swaps and copies move whole blocks).
-// F32 caches use K32/V32, the 16-bit ones K16/V16 (raw bit patterns).
+// F32 caches use K32/V32, the 16-bit ones K16/V16 (raw bit patterns),
+// Q8_0 caches K8/V8: element offset e is in ggml block e/32 of 34 bytes
+// (HeadDim a multiple of 32; see attention_q8.go).
 type KVLayer struct {
 	Type      KVType
 	K32, V32  []float32
 	K16, V16  []uint16
+	K8, V8    []byte
 	BlockSize int
 	KVHeads   int
 	HeadDim   int
@@ -73,7 +81,11 @@ func (l *KVLayer) BlockElems() int { return l.BlockSize * l.KVHeads * l.HeadDim 
 // Slots is the number of token slots in the layer.
 func (l *KVLayer) Slots() int {
 	n := len(l.K32)
-	if l.Type != KVF32 {
+	switch l.Type {
+	case KVF32:
+	case KVQ8_0:
+		n = len(l.K8) / q8BlockBytes * q8Block
+	default:
 		n = len(l.K16)
 	}
 	return n / (l.KVHeads * l.HeadDim)
@@ -108,6 +120,9 @@ func WriteKV(l *KVLayer, slots []int32, k, v []float32) {
 					l.K16[off+j] = F32ToBF16(src[j])
 					l.V16[off+j] = F32ToBF16(val[j])
 				}
+			case KVQ8_0:
+				quantizeKVQ8(l.K8[q8Offset(off):][:q8Offset(hd)], src)
+				quantizeKVQ8(l.V8[q8Offset(off):][:q8Offset(hd)], val)
 			}
 		}
 	}
@@ -235,9 +250,10 @@ func (p *Pool) planAttention(a *Attention, kv *KVLayer) int {
 func checkAttention(a *Attention, kv *KVLayer, n int) {
 	hd := kv.HeadDim
 	ns := len(a.QueryStart) - 1
+	checkQ8(a, kv)
 	ok := a.Heads > 0 && kv.KVHeads > 0 && a.Heads%kv.KVHeads == 0 && hd > 0 && kv.BlockSize > 0 &&
 		len(a.Q) == n*a.Heads*hd && len(a.Out) == len(a.Q) && ns >= 0 && len(a.BlockTables) == ns &&
-		len(kv.K32) == len(kv.V32) && len(kv.K16) == len(kv.V16) &&
+		len(kv.K32) == len(kv.V32) && len(kv.K16) == len(kv.V16) && len(kv.K8) == len(kv.V8) &&
 		(ns == 0 && n == 0 || ns > 0 && a.QueryStart[0] == 0 && int(a.QueryStart[ns]) == n)
 	for s := 0; ok && s < ns; s++ {
 		ok = a.QueryStart[s] <= a.QueryStart[s+1]

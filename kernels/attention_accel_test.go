@@ -17,12 +17,8 @@ func sameAttnCase(r *rand.Rand, typ KVType, hd, heads, kvHeads, bs int, ctx, new
 	for _, n := range ctx {
 		nblocks += (n + bs - 1) / bs
 	}
-	kv := &KVLayer{Type: typ, BlockSize: bs, KVHeads: kvHeads, HeadDim: hd}
-	if typ == KVF32 {
-		kv.K32, kv.V32 = make([]float32, nblocks*bs*stride), make([]float32, nblocks*bs*stride)
-	} else {
-		kv.K16, kv.V16 = make([]uint16, nblocks*bs*stride), make([]uint16, nblocks*bs*stride)
-	}
+	l := NewKVLayer(typ, nblocks, bs, kvHeads, hd)
+	kv := &l
 	perm := r.Perm(nblocks)
 	a := &Attention{Heads: heads, Scale: float32(1 / math.Sqrt(float64(hd))), QueryStart: []int32{0}}
 	for s, n := range ctx {
@@ -57,9 +53,12 @@ func TestAttentionSameAsGeneric(t *testing.T) {
 		defer pk.Close()
 		defer pg.Close()
 		r := newRand(50)
-		for _, typ := range []KVType{KVF16, KVF32, KVBF16} {
+		for _, typ := range []KVType{KVF16, KVF32, KVBF16, KVQ8_0} {
 			for _, mode := range []AttnMode{AttnMatMul, AttnFlash, AttnTiled} {
 				for _, hd := range []int{64, 128, 8, 80} {
+					if typ == KVQ8_0 && (mode != AttnTiled || hd%32 != 0) {
+						continue // AttnTiled only, whole blocks of 32
+					}
 					t.Run(fmt.Sprintf("kv%d/mode%d/hd%d", typ, mode, hd), func(t *testing.T) {
 						a, kv := sameAttnCase(r, typ, hd, 6, 2, 16, []int{1, 70, 300}, []int{1, 5, 3})
 						a.Mode = mode

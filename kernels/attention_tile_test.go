@@ -52,8 +52,11 @@ func TestAttentionTilesBeyondRealWork(t *testing.T) {
 		p := newPool(2, k)
 		defer p.Close()
 		r := newRand(77)
-		for _, typ := range []KVType{KVF16, KVF32, KVBF16} {
+		for _, typ := range []KVType{KVF16, KVF32, KVBF16, KVQ8_0} {
 			for _, mode := range []AttnMode{AttnMatMul, AttnFlash, AttnTiled} {
+				if typ == KVQ8_0 && mode != AttnTiled {
+					continue // a Q8_0 cache is read by AttnTiled only
+				}
 				for _, shape := range [][2]int{{1, 1}, {1, 40}, {4, 40}, {8, 8}, {5, 70}} {
 					n, m := shape[0], shape[1]
 					t.Run(fmt.Sprintf("kv%d/mode%d/%dseqs%dtokens", typ, mode, n, m), func(t *testing.T) {

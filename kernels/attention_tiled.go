@@ -39,6 +39,9 @@ type tiledKernels struct {
 	// at dst[(16m+p)·16+l], m < hp/16; positions past len(offs) and
 	// elements past hd are zero.
 	blockF16 func(dst []float32, src []uint16, offs []int, hd int)
+	// blockQ8 is blockF16 of Q8_0 rows (hd a multiple of 32; offs in
+	// elements, see attention_q8.go).
+	blockQ8 func(dst []float32, src []byte, offs []int, hd int)
 	// scores sets out[p] = reduce16(lane_p)·scale for the positions of
 	// len(out)/16 consecutive blocks in kb (len(q) = hp, a multiple of 16;
 	// block i at kb[16·hp·i:]) and returns the largest of out[p] for p < n
@@ -89,7 +92,7 @@ func (k tiledKernels) withValues2() tiledKernels {
 // task's rows read them.
 const tiledChunk = 4
 
-var genericTiled = tiledKernels{blockF16: blockF16Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}.withValues2()
+var genericTiled = tiledKernels{blockF16: blockF16Generic, blockQ8: blockQ8Generic, scores: tiledScoresGeneric, values: tiledValuesGeneric}.withValues2()
 
 // blockF16Generic is tiledKernels.blockF16.
 func blockF16Generic(dst []float32, src []uint16, offs []int, hd int) {
@@ -240,11 +243,11 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		if i >= 2*chunks {
 			return
 		}
-		x16, x32 := kv.K16, kv.K32
+		s := kv.side(i >= chunks)
 		if i >= chunks {
-			x16, x32, i = kv.V16, kv.V32, i-chunks
+			i -= chunks
 		}
-		prefetchCacheRows(x16, x32, offs[i*chunk:min((i+1)*chunk, ctx)], hd)
+		s.prefetch(offs[i*chunk:min((i+1)*chunk, ctx)], hd)
 	}
 	f16 := tk.f16
 	if f16 == nil || kv.Type != KVF16 || kv.BlockSize%16 != 0 || hd != hp || rows > tiledF16Rows {
@@ -267,7 +270,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		if f16 != nil {
 			bs = bases(b)
 		} else {
-			j.blocks(ws.block, kv.K16, kv.K32, offs[b:min(b+chunk, ctx)], hd)
+			j.blocks(ws.block, kv.side(false), offs[b:min(b+chunk, ctx)], hd)
 		}
 		for r := range rows {
 			if c := ctxOf(r); c > b {
@@ -312,7 +315,7 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		if f16 != nil {
 			bs = bases(b)
 		} else {
-			j.blocks(ws.block, kv.V16, kv.V32, offs[b:min(b+chunk, ctx)], hd)
+			j.blocks(ws.block, kv.side(true), offs[b:min(b+chunk, ctx)], hd)
 		}
 		for r := 0; r < rows; r++ {
 			n := min(ctxOf(r)-b, chunk)
@@ -347,23 +350,25 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 
 // blocks converts the cache rows at offs (K or V, at most tiledChunk
 // blocks of them) into consecutive blocks of dst, the last one padded.
-func (j *attentionJob) blocks(dst []float32, x16 []uint16, x32 []float32, offs []int, hd int) {
+func (j *attentionJob) blocks(dst []float32, x kvSide, offs []int, hd int) {
 	size := 16 * pad16(hd)
 	for i := 0; i < len(offs); i += 16 {
-		j.block(dst[i/16*size:][:size], x16, x32, offs[i:min(i+16, len(offs))], hd)
+		j.block(dst[i/16*size:][:size], x, offs[i:min(i+16, len(offs))], hd)
 	}
 }
 
-// block converts the cache rows at offs (K or V: x16 for the 16-bit
-// caches, x32 for F32) into dst in the block layout.
-func (j *attentionJob) block(dst []float32, x16 []uint16, x32 []float32, offs []int, hd int) {
+// block converts the cache rows at offs (K or V) into dst in the block
+// layout.
+func (j *attentionJob) block(dst []float32, x kvSide, offs []int, hd int) {
 	switch j.kv.Type {
 	case KVF16:
-		j.k.tiled.blockF16(dst, x16, offs, hd)
+		j.k.tiled.blockF16(dst, x.x16, offs, hd)
 	case KVBF16:
-		blockBF16(dst, x16, offs, hd)
+		blockBF16(dst, x.x16, offs, hd)
+	case KVQ8_0:
+		j.k.tiled.blockQ8(dst, x.x8, offs, hd)
 	default:
-		blockF32(dst, x32, offs, hd)
+		blockF32(dst, x.x32, offs, hd)
 	}
 }
 

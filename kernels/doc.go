@@ -31,7 +31,7 @@
 //	rope        AVX-512, AVX2   RoPE, normal and NeoX
 //	attn        AVX-512         attention over the F16 cache: scores, scaling, values
 //	attnavx2    AVX2            the same, and float32 to F16 rows
-//	tiled       AVX-512         AttnTiled: F16 blocks to float32, block scores, values;
+//	tiled       AVX-512         AttnTiled: F16 and Q8_0 blocks to float32, block scores, values;
 //	                            scores and values on F16 rows in place
 //	tiledavx2   AVX2            the same
 //	prefetch    any amd64       cache hints: weight lines, gathered KV rows

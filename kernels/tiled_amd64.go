@@ -10,9 +10,11 @@ import "math"
 
 var (
 	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512).
-			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512))
+			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512)).
+			withQ8(tiledBlockQ8AVX512)
 	tiledAVX2 = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil).
-			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil))
+			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil)).
+			withQ8(tiledBlockQ8AVX2)
 )
 
 // tiledAsm wraps one instruction set's generated kernels.
@@ -71,6 +73,22 @@ func tiledValues2With(asm func(acc0, acc1, e0, e1, vb *float32, n, hp int), acc0
 	_, _ = acc1[hp-1], e1[len(e0)-1]
 	_ = vb[(len(e0)+15)/16*16*hp-1]
 	asm(&acc0[0], &acc1[0], &e0[0], &e1[0], &vb[0], len(e0), hp)
+}
+
+// withQ8 returns k with the block conversion of Q8_0 rows asm.
+func (k tiledKernels) withQ8(asm func(dst *float32, src *byte, offs *int, n, hd int)) tiledKernels {
+	k.blockQ8 = func(dst []float32, src []byte, offs []int, hd int) {
+		if hd%q8Block != 0 || len(offs) == 0 {
+			blockQ8Generic(dst, src, offs, hd)
+			return
+		}
+		_ = dst[16*hd-1]
+		for _, off := range offs {
+			_ = src[q8Offset(off+hd)-1] // every row read lies in src
+		}
+		asm(&dst[0], &src[0], &offs[0], len(offs), hd)
+	}
+	return k
 }
 
 // withF16 returns k with its kernels on F16 rows in place.

@@ -789,3 +789,58 @@ tiledValues2F16AVX512_one_store:
 tiledValues2F16AVX512_one_end:
 	VZEROUPPER
 	RET
+
+// func tiledBlockQ8AVX512(dst *float32, src *byte, offs *int, n int, hd int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·tiledBlockQ8AVX512(SB), NOSPLIT, $0-40
+	MOVQ   dst+0(FP), AX
+	MOVQ   src+8(FP), CX
+	MOVQ   offs+16(FP), DX
+	MOVQ   n+24(FP), BX
+	MOVQ   hd+32(FP), SI
+	SHRQ   $0x05, SI
+	VXORPS Z0, Z0, Z0
+	XORQ   DI, DI
+
+tiledBlockQ8AVX512_pos:
+	MOVQ   DI, R8
+	SHLQ   $0x06, R8
+	ADDQ   AX, R8
+	MOVQ   SI, R9
+	CMPQ   DI, BX
+	JGE    tiledBlockQ8AVX512_zero
+	MOVQ   (DX)(DI*8), R10
+	SHRQ   $0x05, R10
+	IMUL3Q $0x22, R10, R10
+	ADDQ   CX, R10
+
+tiledBlockQ8AVX512_block:
+	VPBROADCASTW (R10), Y1
+	VCVTPH2PS    Y1, Z1
+	VPMOVSXBD    2(R10), Z2
+	VCVTDQ2PS    Z2, Z2
+	VMULPS       Z1, Z2, Z2
+	VMOVUPS      Z2, (R8)
+	VPMOVSXBD    18(R10), Z2
+	VCVTDQ2PS    Z2, Z2
+	VMULPS       Z1, Z2, Z2
+	VMOVUPS      Z2, 1024(R8)
+	ADDQ         $0x22, R10
+	ADDQ         $0x00000800, R8
+	DECQ         R9
+	JNZ          tiledBlockQ8AVX512_block
+	JMP          tiledBlockQ8AVX512_next
+
+tiledBlockQ8AVX512_zero:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z0, 1024(R8)
+	ADDQ    $0x00000800, R8
+	DECQ    R9
+	JNZ     tiledBlockQ8AVX512_zero
+
+tiledBlockQ8AVX512_next:
+	INCQ DI
+	CMPQ DI, $0x10
+	JL   tiledBlockQ8AVX512_pos
+	VZEROUPPER
+	RET

@@ -38,3 +38,8 @@ func tiledValuesF16AVX512(acc *float32, e *float32, src *uint16, bases *int, n i
 //
 //go:noescape
 func tiledValues2F16AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, src *uint16, bases *int, n int, hd int)
+
+// tiledBlockQ8AVX512 converts the Q8_0 rows at element offsets offs[p] of src (p < n ≤ 16, hd a positive multiple of 32; ggml's 34-byte block_q8_0 of 32 elements) into d·q in dst in the tiled block layout, zeroing positions n..15.
+//
+//go:noescape
+func tiledBlockQ8AVX512(dst *float32, src *byte, offs *int, n int, hd int)

@@ -528,3 +528,68 @@ tiledValuesF16AVX2_one_store:
 tiledValuesF16AVX2_one_end:
 	VZEROUPPER
 	RET
+
+// func tiledBlockQ8AVX2(dst *float32, src *byte, offs *int, n int, hd int)
+// Requires: AVX, AVX2, F16C
+TEXT ·tiledBlockQ8AVX2(SB), NOSPLIT, $0-40
+	MOVQ   dst+0(FP), AX
+	MOVQ   src+8(FP), CX
+	MOVQ   offs+16(FP), DX
+	MOVQ   n+24(FP), BX
+	MOVQ   hd+32(FP), SI
+	SHRQ   $0x05, SI
+	VXORPS Y0, Y0, Y0
+	XORQ   DI, DI
+
+tiledBlockQ8AVX2_pos:
+	MOVQ   DI, R8
+	SHLQ   $0x06, R8
+	ADDQ   AX, R8
+	MOVQ   SI, R9
+	CMPQ   DI, BX
+	JGE    tiledBlockQ8AVX2_zero
+	MOVQ   (DX)(DI*8), R10
+	SHRQ   $0x05, R10
+	IMUL3Q $0x22, R10, R10
+	ADDQ   CX, R10
+
+tiledBlockQ8AVX2_block:
+	VPBROADCASTW (R10), X1
+	VCVTPH2PS    X1, Y1
+	VPMOVSXBD    2(R10), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVUPS      Y2, (R8)
+	VPMOVSXBD    10(R10), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVUPS      Y2, 32(R8)
+	VPMOVSXBD    18(R10), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVUPS      Y2, 1024(R8)
+	VPMOVSXBD    26(R10), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVUPS      Y2, 1056(R8)
+	ADDQ         $0x22, R10
+	ADDQ         $0x00000800, R8
+	DECQ         R9
+	JNZ          tiledBlockQ8AVX2_block
+	JMP          tiledBlockQ8AVX2_next
+
+tiledBlockQ8AVX2_zero:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y0, 32(R8)
+	VMOVUPS Y0, 1024(R8)
+	VMOVUPS Y0, 1056(R8)
+	ADDQ    $0x00000800, R8
+	DECQ    R9
+	JNZ     tiledBlockQ8AVX2_zero
+
+tiledBlockQ8AVX2_next:
+	INCQ DI
+	CMPQ DI, $0x10
+	JL   tiledBlockQ8AVX2_pos
+	VZEROUPPER
+	RET

@@ -28,3 +28,8 @@ func tiledScoresF16AVX2(out *float32, q *float32, src *uint16, bases *int, hd in
 //
 //go:noescape
 func tiledValuesF16AVX2(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)
+
+// tiledBlockQ8AVX2 converts the Q8_0 rows at element offsets offs[p] of src (p < n ≤ 16, hd a positive multiple of 32; ggml's 34-byte block_q8_0 of 32 elements) into d·q in dst in the tiled block layout, zeroing positions n..15.
+//
+//go:noescape
+func tiledBlockQ8AVX2(dst *float32, src *byte, offs *int, n int, hd int)

@@ -7,7 +7,7 @@ import (
 )
 
 // KVType is the element type of the paged KV cache (kernels.KVType: f32,
-// f16, bf16).
+// f16, bf16, q8_0).
 type KVType = kernels.KVType
 
 // The KV cache element types.
@@ -15,9 +15,10 @@ const (
 	KVF32  = kernels.KVF32
 	KVF16  = kernels.KVF16
 	KVBF16 = kernels.KVBF16
+	KVQ8_0 = kernels.KVQ8_0
 )
 
-// ParseKVType parses "f32", "f16" or "bf16".
+// ParseKVType parses "f32", "f16", "bf16" or "q8_0".
 func ParseKVType(s string) (KVType, error) { return kernels.ParseKVType(s) }
 
 // KVCache is the memory of a paged KV cache (vLLM's KV cache tensors; the
@@ -57,19 +58,12 @@ func NewKVCache(layout KVLayout, numBlocks, blockSize, kvHeads, headDim int, t K
 		return nil, fmt.Errorf("kv cache: invalid shape layers=%d tensors=%d blocks=%d blockSize=%d kvHeads=%d headDim=%d",
 			layers, layout.Tensors, numBlocks, blockSize, kvHeads, headDim)
 	}
-	if t != KVF32 && t != KVF16 && t != KVBF16 {
-		return nil, fmt.Errorf("kv cache: unknown element type %v", t)
+	if err := CheckKVType(t, headDim); err != nil {
+		return nil, err
 	}
 	c := &KVCache{NumBlocks: numBlocks, BlockSize: blockSize, Layout: layout}
-	n := numBlocks * blockSize * kvHeads * headDim
 	for range layout.Tensors {
-		l := kernels.KVLayer{Type: t, BlockSize: blockSize, KVHeads: kvHeads, HeadDim: headDim}
-		if t == KVF32 {
-			l.K32, l.V32 = make([]float32, n), make([]float32, n)
-		} else {
-			l.K16, l.V16 = make([]uint16, n), make([]uint16, n)
-		}
-		c.Tensors = append(c.Tensors, l)
+		c.Tensors = append(c.Tensors, kernels.NewKVLayer(t, numBlocks, blockSize, kvHeads, headDim))
 	}
 	for l := range layers {
 		c.Layers = append(c.Layers, c.Tensors[layout.Tensor[l]])
@@ -77,8 +71,22 @@ func NewKVCache(layout KVLayout, numBlocks, blockSize, kvHeads, headDim int, t K
 	return c, nil
 }
 
+// CheckKVType says whether a cache of type t can hold rows of headDim
+// elements: any known type, Q8_0 for a multiple of 32 (ggml's blocks run
+// along the head dimension).
+func CheckKVType(t KVType, headDim int) error {
+	switch {
+	case t != KVF32 && t != KVF16 && t != KVBF16 && t != KVQ8_0:
+		return fmt.Errorf("kv cache: unknown element type %v", t)
+	case t == KVQ8_0 && headDim%32 != 0:
+		return fmt.Errorf("kv cache: q8_0 needs a head dimension that is a multiple of 32, the model's is %d", headDim)
+	}
+	return nil
+}
+
 // BlockBytes is the memory one block of the pool takes, K and V: tensors
-// layers' worth (KVLayout.Tensors; every layer with one group).
+// layers' worth (KVLayout.Tensors; every layer with one group). A Q8_0
+// block takes 34 bytes per 32 elements.
 func BlockBytes(tensors, blockSize, kvHeads, headDim int, t KVType) int {
-	return 2 * tensors * blockSize * kvHeads * headDim * t.Size()
+	return 2 * tensors * t.Bytes(blockSize*kvHeads*headDim)
 }

@@ -59,10 +59,16 @@ func copyBlock(to *model.KVCache, dst int32, from *model.KVCache, src int32) {
 		f, t := &from.Tensors[l], &to.Tensors[l]
 		n := f.BlockElems()
 		d, s := int(dst)*n, int(src)*n
-		if f.Type == model.KVF32 {
+		switch f.Type {
+		case model.KVF32:
 			copy(t.K32[d:d+n], f.K32[s:s+n])
 			copy(t.V32[d:d+n], f.V32[s:s+n])
-		} else {
+		case model.KVQ8_0: // bytes: 34 per 32 elements
+			n = f.Type.Bytes(n)
+			d, s = int(dst)*n, int(src)*n
+			copy(t.K8[d:d+n], f.K8[s:s+n])
+			copy(t.V8[d:d+n], f.V8[s:s+n])
+		default:
 			copy(t.K16[d:d+n], f.K16[s:s+n])
 			copy(t.V16[d:d+n], f.V16[s:s+n])
 		}

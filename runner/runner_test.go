@@ -128,3 +128,47 @@ func TestCacheEngineApply(t *testing.T) {
 		}
 	}
 }
+
+// Swaps and copies of a q8_0 cache move its blocks' bytes (34 per 32
+// elements) whole, and nothing else.
+func TestCacheEngineApplyQ8(t *testing.T) {
+	lay := model.LayoutOf(2, nil)
+	dev, err := model.NewKVCache(lay, 12, 16, 2, 64, model.KVQ8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := model.NewKVCache(lay, 6, 16, 2, 64, model.KVQ8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := &CacheEngine{Device: dev, Host: host}
+	n := model.KVQ8_0.Bytes(dev.Layers[0].BlockElems())
+	if n != 16*2*64/32*34 || len(dev.Layers[0].K8) != 12*n {
+		t.Fatalf("block of %d bytes, layer of %d", n, len(dev.Layers[0].K8))
+	}
+	for l := range dev.Layers {
+		for i := range n {
+			dev.Layers[l].K8[3*n+i] = byte(l*7 + i)
+			dev.Layers[l].V8[3*n+i] = byte(l*5 + i + 1)
+		}
+	}
+	if err := ce.Apply([]kvcache.Swap{{Src: 3, Dst: 5}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ce.Apply(nil, []kvcache.Swap{{Src: 5, Dst: 9}}, []kvcache.Copy{{Src: 9, Dst: 11}}); err != nil {
+		t.Fatal(err)
+	}
+	for l := range dev.Layers {
+		for i := range n {
+			if host.Layers[l].K8[5*n+i] != byte(l*7+i) || dev.Layers[l].V8[11*n+i] != byte(l*5+i+1) ||
+				dev.Layers[l].K8[9*n+i] != byte(l*7+i) {
+				t.Fatalf("layer %d byte %d not moved", l, i)
+			}
+		}
+		for i, b := range dev.Layers[l].K8 {
+			if blk := i / n; blk != 3 && blk != 9 && blk != 11 && b != 0 {
+				t.Fatalf("layer %d: byte %d of block %d written", l, i, blk)
+			}
+		}
+	}
+}

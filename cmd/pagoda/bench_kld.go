@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 
 	"pagoda/model"
 	"pagoda/model/llama"
@@ -21,7 +22,8 @@ type kldFlags struct {
 	ctx     int
 	threads int
 	noFloor bool
-	ref     string // "exact" or "dense"
+	ref     string // "exact", "dense" or "fast"
+	kv      string // the variants' KV cache types, comma-separated
 }
 
 // runBenchKLD implements `pagoda bench kld`: the fidelity of the fast
@@ -36,7 +38,10 @@ type kldFlags struct {
 // --reference dense the reference is the model's math itself (llama.Dense:
 // float64 over the dequantized weights, unquantized activations) and the
 // exact arithmetic is scored beside the fast one: how far each arithmetic
-// is from what it approximates.
+// is from what it approximates. With --reference fast the reference is the
+// fast arithmetic on an F16 KV cache and the variants are the fast
+// arithmetic on each --kv-cache-dtype cache: the fidelity of a KV cache
+// type (q8_0: its quantization) alone.
 func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench kld", stdout)
 	var f kldFlags
@@ -46,7 +51,8 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.ctx, "ctx", 512, "tokens per window")
 	fs.IntVar(&f.threads, "threads", 0, threadsFlagHelp)
 	fs.BoolVar(&f.noFloor, "no-floor", false, "skip the noise floor: the exact arithmetic with flash attention, another exact reproduction of llama.cpp that only rounds differently")
-	fs.StringVar(&f.ref, "reference", "exact", "what the arithmetics are scored against: exact (llama.cpp's arithmetic, reproduced) or dense (float64 over the dequantized weights and unquantized activations, the model's own math; minutes per 512 tokens, plain RoPE only)")
+	fs.StringVar(&f.ref, "reference", "exact", "what the arithmetics are scored against: exact (llama.cpp's arithmetic, reproduced), dense (float64 over the dequantized weights and unquantized activations, the model's own math; minutes per 512 tokens, plain RoPE only) or fast (the fast arithmetic on an f16 KV cache, to score --kv-cache-dtype alone)")
+	fs.StringVar(&f.kv, "kv-cache-dtype", "f16", "KV cache types of the fast arithmetic scored, comma-separated (f32, f16, bf16, q8_0); the references keep an f16 cache")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,8 +62,16 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	if f.tokens < 1 || f.ctx < 2 {
 		return usageError{errors.New("--tokens must be ≥ 1 and --ctx ≥ 2")}
 	}
-	if f.ref != "exact" && f.ref != "dense" {
-		return usageError{fmt.Errorf("--reference %q: want exact or dense", f.ref)}
+	if f.ref != "exact" && f.ref != "dense" && f.ref != "fast" {
+		return usageError{fmt.Errorf("--reference %q: want exact, dense or fast", f.ref)}
+	}
+	var kvs []model.KVType
+	for _, name := range strings.Split(f.kv, ",") {
+		t, err := model.ParseKVType(name)
+		if err != nil {
+			return usageError{fmt.Errorf("--kv-cache-dtype: %w", err)}
+		}
+		kvs = append(kvs, t)
 	}
 	var err error
 	if f.model, err = resolveModel(f.model, stderr); err != nil {
@@ -67,20 +81,30 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--text: %w", err)
 	}
-	variants := []kldVariant{{"fast arithmetic", loadOpts(false, f.threads)}}
-	if f.ref == "dense" {
-		variants = append(variants, kldVariant{"exact arithmetic", model.LoadOptions{Threads: f.threads, ExactArithmetic: true}})
+	var variants []kldVariant
+	for _, t := range kvs {
+		name := "fast arithmetic"
+		if len(kvs) > 1 || t != model.KVF16 || f.ref == "fast" {
+			name += ", " + t.String() + " cache"
+		}
+		variants = append(variants, kldVariant{name, loadOpts(false, f.threads), t})
 	}
-	if !f.noFloor {
-		variants = append(variants, kldVariant{"exact, flash attention (floor)", loadOpts(true, f.threads)})
+	if f.ref == "dense" {
+		variants = append(variants, kldVariant{"exact arithmetic", model.LoadOptions{Threads: f.threads, ExactArithmetic: true}, model.KVF16})
+	}
+	if !f.noFloor && f.ref != "fast" {
+		variants = append(variants, kldVariant{"exact, flash attention (floor)", loadOpts(true, f.threads), model.KVF16})
 	}
 	sts, err := benchKLD(f, string(text), variants)
 	if err != nil {
 		return err
 	}
 	against := "the exact arithmetic"
-	if f.ref == "dense" {
+	switch f.ref {
+	case "dense":
 		against = "the dense float64 reference"
+	case "fast":
+		against = "the fast arithmetic on an f16 KV cache"
 	}
 	fmt.Fprintf(stdout, "model %s, %d positions in windows of %d tokens, against %s\n", f.model, f.tokens, f.ctx, against)
 	for i, st := range sts {
@@ -95,6 +119,7 @@ func runBenchKLD(args []string, stdout, stderr io.Writer) error {
 type kldVariant struct {
 	name string
 	opts model.LoadOptions
+	kv   model.KVType // its KV cache's type
 }
 
 // loadOpts returns the fast arithmetic's options, or with floor the exact
@@ -134,12 +159,16 @@ func (st *kldStats) finish() {
 // benchKLD loads the reference (f.ref) and every variant and scores the
 // text's first f.tokens positions.
 func benchKLD(f kldFlags, text string, variants []kldVariant) ([]kldStats, error) {
-	exact, file, err := model.Load(f.model, model.LoadOptions{Threads: f.threads, ExactArithmetic: true})
+	refOpts := model.LoadOptions{Threads: f.threads, ExactArithmetic: true}
+	if f.ref == "fast" {
+		refOpts = loadOpts(false, f.threads)
+	}
+	exact, file, err := model.Load(f.model, refOpts)
 	if err != nil {
 		return nil, err
 	}
 	defer exact.Close()
-	reference := func(win []int32) ([]float32, error) { return windowLogits(exact, win) }
+	reference := func(win []int32) ([]float32, error) { return windowLogits(exact, win, model.KVF16) }
 	if f.ref == "dense" {
 		d, err := llama.NewDense(file, exact.Config())
 		if err != nil {
@@ -173,7 +202,7 @@ func benchKLD(f kldFlags, text string, variants []kldVariant) ([]kldStats, error
 		}
 		np := min(len(win)-1, f.tokens-done)
 		for i, m := range ms {
-			lb, err := windowLogits(m, win)
+			lb, err := windowLogits(m, win, variants[i].kv)
 			if err != nil {
 				return nil, err
 			}
@@ -190,11 +219,11 @@ func benchKLD(f kldFlags, text string, variants []kldVariant) ([]kldStats, error
 }
 
 // windowLogits runs tokens as one sequence from an empty cache and returns
-// the logits of every position.
-func windowLogits(m model.Model, tokens []int32) ([]float32, error) {
+// the logits of every position, on a KV cache of type t.
+func windowLogits(m model.Model, tokens []int32, t model.KVType) ([]float32, error) {
 	const blockSize = 16
 	n := int32(len(tokens))
-	kv, err := m.NewKVCache(int(n+blockSize-1)/blockSize*m.Config().KVLayout().NumGroups(), blockSize, model.KVF16)
+	kv, err := m.NewKVCache(int(n+blockSize-1)/blockSize*m.Config().KVLayout().NumGroups(), blockSize, t)
 	if err != nil {
 		return nil, err
 	}

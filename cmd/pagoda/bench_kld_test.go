@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"pagoda/internal/testmodel"
+	"pagoda/model"
 )
 
 // TestCompareLogits: identical logits have no divergence and agree; the
@@ -52,7 +53,7 @@ func TestBenchKLDDefaultModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := kldFlags{model: testmodel.Default(t), tokens: 254, ctx: 128, threads: 2}
-	sts, err := benchKLD(f, string(text), []kldVariant{{"fast", loadOpts(false, 2)}, {"floor", loadOpts(true, 2)}})
+	sts, err := benchKLD(f, string(text), []kldVariant{{"fast", loadOpts(false, 2), model.KVF16}, {"floor", loadOpts(true, 2), model.KVF16}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestBenchKLDDefaultModel(t *testing.T) {
 // measured; a reference or a variant computing anything else is orders of
 // magnitude further); an unknown reference is a usage error.
 func TestBenchKLDDense(t *testing.T) {
-	if code, _, stderr := runCLI("bench", "kld", "--model", testmodel.Stories(t), "--text", "../../README.md", "--reference", "fp64"); code != 2 || !strings.Contains(stderr, "want exact or dense") {
+	if code, _, stderr := runCLI("bench", "kld", "--model", testmodel.Stories(t), "--text", "../../README.md", "--reference", "fp64"); code != 2 || !strings.Contains(stderr, "want exact, dense or fast") {
 		t.Errorf("--reference fp64: exit %d, stderr %q", code, stderr)
 	}
 	code, stdout, stderr := runCLI("bench", "kld", "--model", testmodel.Stories(t), "--text", "../../README.md",
@@ -91,5 +92,38 @@ func TestBenchKLDDense(t *testing.T) {
 		if _, err := fmt.Sscanf(l[i:], "mean KL %g", &kl); err != nil || kl > 1e-4 {
 			t.Errorf("%q: mean KL %g (%v), want ≤ 1e-4", l, kl, err)
 		}
+	}
+}
+
+// TestBenchKLDKVCache: --reference fast scores KV cache types alone: an
+// f16 cache against the f16 reference gives identical logits (the same
+// arithmetic), a q8_0 cache a small divergence that is not zero.
+func TestBenchKLDKVCache(t *testing.T) {
+	if code, _, stderr := runCLI("bench", "kld", "--model", testmodel.Stories(t), "--text", "../../README.md", "--kv-cache-dtype", "q4"); code != 2 || !strings.Contains(stderr, "--kv-cache-dtype") {
+		t.Errorf("--kv-cache-dtype q4: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr := runCLI("bench", "kld", "--model", testmodel.Default(t), "--text", "../../README.md",
+		"--reference", "fast", "--kv-cache-dtype", "f16,q8_0", "--tokens", "127", "--ctx", "128", "--threads", "2")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	t.Log(stdout)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "the fast arithmetic on an f16 KV cache") ||
+		!strings.Contains(lines[1], "f16 cache") || !strings.Contains(lines[2], "q8_0 cache") {
+		t.Fatalf("want a header, the f16 and the q8_0 cache, got %q", stdout)
+	}
+	kl := func(l string) float64 {
+		var v float64
+		if _, err := fmt.Sscanf(l[strings.Index(l, "mean KL "):], "mean KL %g", &v); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		return v
+	}
+	if f16 := kl(lines[1]); f16 != 0 || !strings.Contains(lines[1], "agreement 100.00%") {
+		t.Errorf("f16 against itself: %q", lines[1])
+	}
+	if q8 := kl(lines[2]); q8 <= 0 || q8 > 0.02 {
+		t.Errorf("q8_0: mean KL %g, want in (0, 0.02]", q8)
 	}
 }

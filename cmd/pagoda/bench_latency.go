@@ -165,7 +165,7 @@ func parseLatencyFlags(args []string, out io.Writer) (latencyFlags, error) {
 	fs.IntVar(&f.batchCtx, "batch-ctx", 128, "context tokens of each sequence in the batched tests")
 	fs.IntVar(&f.batchSteps, "batch-steps", 16, "decode steps timed in each batched test")
 	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV block")
-	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f32, f16 or bf16")
+	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f32, f16, bf16 or q8_0")
 	fs.StringVar(&f.outputJSON, "output-json", "", outputJSONFlagHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")

@@ -84,7 +84,7 @@ var takesModels = map[string]bool{"serve": true, "generate": true, "pull": true,
 // flagChoices are the values of the flags that take one of a few words.
 func flagChoices() map[string][]string {
 	return map[string][]string{
-		"kv-cache-dtype":     {"auto", "f16", "f32", "bf16"},
+		"kv-cache-dtype":     {"auto", "f16", "f32", "bf16", "q8_0"},
 		"preemption-mode":    {"auto", "recompute", "swap"},
 		"bucketing-strategy": {"exponential", "linear"},
 		"dtype":              {"auto", "float32", "float"},

@@ -41,7 +41,7 @@ func TestCompletionBash(t *testing.T) {
 		{words: []string{"serve", "--max-num"}, want: []string{"--max-num-seqs", "--max-num-batched-tokens",
 			"--max-num-partial-prefills"}, not: []string{"--port"}},
 		{words: []string{"serve", "smollm2", "--enable-p"}, want: []string{"--enable-prefix-caching"}, wantExactN: 1},
-		{words: []string{"serve", "--kv-cache-dtype", ""}, want: []string{"auto", "f16", "f32", "bf16"}, wantExactN: 4},
+		{words: []string{"serve", "--kv-cache-dtype", ""}, want: []string{"auto", "f16", "f32", "bf16", "q8_0"}, wantExactN: 5},
 		{words: []string{"serve", "--kv-cache-dtype", "=", "b"}, want: []string{"bf16"}, wantExactN: 1},
 		{words: []string{"serve", "--port", "8000", "--log-level", "w"}, want: []string{"warning"}, wantExactN: 1},
 		{words: []string{"serve", "--help", "=", "ca"}, want: []string{"cache"}, wantExactN: 1},

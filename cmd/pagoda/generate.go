@@ -73,7 +73,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&g.exact, "exact-arithmetic", false, exactFlagHelp)
 	fs.BoolVar(&g.noRepack, "no-repack", false, "with --exact-arithmetic's llama.cpp arithmetic, keep Q4_0 weights plain too (llama.cpp's --no-repack); implies --exact-arithmetic")
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
-	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16 or bf16")
+	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16, bf16 or q8_0 (llama.cpp's blocks: 8 bits and one f16 scale per 32 values)")
 	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, tensorParallelHelp)
 	registerDBO(fs, &g.dbo)
 	if err := parseFlags(fs, args); err != nil {

@@ -103,3 +103,22 @@ func TestGenerateStories(t *testing.T) {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
 }
+
+// TestGenerateKVQ8: pagoda generate on the default model with a q8_0 KV
+// cache, end to end, answers as with the f16 cache (the first tokens of
+// this prompt are far from ties; later ones may differ); with
+// --exact-arithmetic it is refused naming the flags.
+func TestGenerateKVQ8(t *testing.T) {
+	run := func(kv string, extra ...string) (int, string, string) {
+		return runCLI(append([]string{"generate", "--model", testmodel.Default(t), "--prompt", "The capital of France is",
+			"--max-tokens", "3", "--threads", "2", "--kv-cache-dtype", kv}, extra...)...)
+	}
+	for _, kv := range []string{"f16", "q8_0"} {
+		if code, out, stderr := run(kv); code != 0 || !strings.HasPrefix(out, " Paris.") {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", kv, code, out, stderr)
+		}
+	}
+	if code, _, stderr := run("q8_0", "--exact-arithmetic"); code == 0 || !strings.Contains(stderr, "--kv-cache-dtype q8_0") {
+		t.Fatalf("q8_0 with --exact-arithmetic: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -71,7 +71,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.swapSpace = server.SizeFlag(d.SwapSpace)
 	fs.Var(&f.swapSpace, "swap-space", "host swap space for preempted sequences, e.g. 1GiB or bytes")
 	fs.IntVar(&f.numBlocksOverride, "num-gpu-blocks-override", 0, "KV cache blocks, overriding --kv-cache-memory (0 = off)")
-	fs.StringVar(&f.kvDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (f16), f32, f16, bf16")
+	fs.StringVar(&f.kvDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (f16), f32, f16, bf16, q8_0 (llama.cpp's blocks: 8 bits and one f16 scale per 32 values)")
 	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", d.EnablePrefixCaching, "reuse the KV blocks of shared prompt prefixes")
 	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off")
 	fs.StringVar(&f.preemption, "preemption-mode", "auto", "auto, recompute or swap")

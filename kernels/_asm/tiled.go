@@ -34,6 +34,7 @@ func genTiled() {
 	genTiledValues(tiledZMM, 1, false)
 	genTiledValues(tiledZMM, 2, false)
 	genTiledF16()
+	genTiledBlockQ8(tiledZMM)
 }
 
 func genTiledAVX2() {
@@ -41,6 +42,7 @@ func genTiledAVX2() {
 	genTiledScoresYMM()
 	genTiledValues(tiledYMM, 1, false)
 	genTiledF16AVX2()
+	genTiledBlockQ8(tiledYMM)
 }
 
 // genTiledBlockF16: the F16 rows at offs[p] (p < n ≤ 16, hd a positive

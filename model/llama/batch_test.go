@@ -47,7 +47,25 @@ func forwardAll(t *testing.T, m *Model, seqs []*seq, bs int, kv *model.KVCache) 
 	return logits
 }
 
+// TestBatchInvarianceKVQ8 is TestBatchInvariance on the default model
+// with a q8_0 KV cache (the fast arithmetic's tiled attention, which reads
+// it): 1 and 3 threads.
+func TestBatchInvarianceKVQ8(t *testing.T) {
+	for _, threads := range []int{1, 3} {
+		t.Run(fmt.Sprintf("threads%d", threads), func(t *testing.T) {
+			m := openModel(t, testmodel.Default(t), Options{Threads: threads, Attention: kernels.AttnTiled})
+			checkBatchInvarianceKV(t, m, model.KVQ8_0)
+		})
+	}
+}
+
 func checkBatchInvariance(t *testing.T, m *Model) {
+	t.Helper()
+	checkBatchInvarianceKV(t, m, model.KVF16)
+}
+
+// checkBatchInvarianceKV is checkBatchInvariance on a cache of type typ.
+func checkBatchInvarianceKV(t *testing.T, m *Model, typ model.KVType) {
 	t.Helper()
 	const bs = 4
 	vocab := m.Config().VocabSize
@@ -60,7 +78,7 @@ func checkBatchInvariance(t *testing.T, m *Model) {
 	var caches [2]*model.KVCache
 	var seqs [2][]*seq
 	for c := range caches {
-		caches[c], seqs[c] = cachedSeqs(t, m, bs, tokens, cached)
+		caches[c], seqs[c] = cachedSeqs(t, m, bs, tokens, cached, typ)
 	}
 	together := forwardAll(t, m, seqs[0], bs, caches[0])
 	row := 0
@@ -78,9 +96,9 @@ func checkBatchInvariance(t *testing.T, m *Model) {
 // cachedSeqs allocates a cache and fills it with the first cached[i]
 // tokens of every sequence, each run alone; the returned sequences hold all
 // their tokens with the rest pending.
-func cachedSeqs(t *testing.T, m *Model, bs int, tokens [][]int32, cached []int) (*model.KVCache, []*seq) {
+func cachedSeqs(t *testing.T, m *Model, bs int, tokens [][]int32, cached []int, typ model.KVType) (*model.KVCache, []*seq) {
 	t.Helper()
-	kv, alloc := newCache(t, m, 16, bs, model.KVF16)
+	kv, alloc := newCache(t, m, 16, bs, typ)
 	var seqs []*seq
 	for i, toks := range tokens {
 		s := &seq{tokens: toks[:cached[i]]}

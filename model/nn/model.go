@@ -88,8 +88,11 @@ func (m *Model) Config() model.Config { return m.cfg }
 // NewKVCache allocates a paged cache shaped for this model; with tensor
 // parallelism, for this rank's KV heads only (KVHeads/N).
 func (m *Model) NewKVCache(numBlocks, blockSize int, dtype model.KVType) (*model.KVCache, error) {
-	if dtype != model.KVF32 && dtype != model.KVF16 && dtype != model.KVBF16 {
-		return nil, fmt.Errorf("%s: unknown KV cache type %v", m.cfg.Arch, dtype)
+	if err := model.CheckKVType(dtype, m.local.HeadDim); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.cfg.Arch, err)
+	}
+	if dtype == model.KVQ8_0 && m.opt.Attention != kernels.AttnTiled {
+		return nil, fmt.Errorf("%s: a q8_0 KV cache needs the fast arithmetic's attention (not the exact arithmetic nor flash attention)", m.cfg.Arch)
 	}
 	return model.NewKVCache(m.local.KVLayout(), numBlocks, blockSize, m.local.KVHeads, m.local.HeadDim, dtype)
 }

@@ -36,7 +36,11 @@ func (m *Model) checkCache(kv *model.KVCache) error {
 				l, kl.KVHeads, kl.HeadDim, kl.BlockSize, c.KVHeads, c.HeadDim)
 		}
 		k, v := len(kl.K32), len(kl.V32)
-		if kl.Type != model.KVF32 {
+		switch kl.Type {
+		case model.KVF32:
+		case model.KVQ8_0:
+			k, v, n = len(kl.K8), len(kl.V8), kl.Type.Bytes(n)
+		default:
 			k, v = len(kl.K16), len(kl.V16)
 		}
 		if k != n || v != n {
