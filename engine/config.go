@@ -37,7 +37,7 @@ type Config struct {
 	Threads                   int  // 0: all cores
 	FlashAttention            bool // llama.cpp's flash-attention arithmetic (see model.LoadOptions)
 	ExactArithmetic           bool // llama.cpp's arithmetic, bit for bit (see model.LoadOptions)
-	NoRepack                  bool // llama.cpp's plain arithmetic for Q4_0 weights too; implies ExactArithmetic
+	NoRepack                  bool // llama.cpp's plain arithmetic for Q4_0 and MXFP4 weights too; implies ExactArithmetic
 	// EnforceEager runs every step without captured plans.
 	EnforceEager bool
 	// Bucketing configures the shape buckets plans are captured for.

@@ -139,7 +139,7 @@ func faultRun(t *testing.T, ref *Engine, run int) (preempted, swapped int64) {
 	rng := rand.New(rand.NewPCG(uint64(run), 77))
 	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
 		c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.MaxModelLen = 8+rng.IntN(8), 6, 32, 64
-		c.Threads = 1 // stories260K's layers are too small to share: one thread spends 10% less CPU
+		c.Threads = 1                               // stories260K's layers are too small to share: one thread spends 10% less CPU
 		c.ExactArithmetic = false                   // the fast arithmetic `pagoda serve` runs (the reference runs it too)
 		c.SwapSpace = int64(rng.IntN(3)) * 80 << 10 // none, 4 or 8 host blocks
 	})

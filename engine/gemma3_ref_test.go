@@ -50,10 +50,18 @@ func TestGemma3Greedy(t *testing.T) {
 // checkGreedy decodes ref's prompts greedily with the exact arithmetic on
 // the model at path: llama.cpp's ids at every step, log-probabilities
 // within 1e-4.
-func checkGreedy(t *testing.T, path string, ref reference) {
+func checkGreedy(t *testing.T, path string, ref reference) { checkGreedyWith(t, path, ref, nil) }
+
+// checkGreedyWith is checkGreedy with the configuration changed by tweak
+// (nil: none), e.g. llama.cpp's flash-attention arithmetic for a reference
+// made with --flash-attn.
+func checkGreedyWith(t *testing.T, path string, ref reference, tweak func(*Config)) {
 	e := newTestEngine(t, path, func(c *Config) {
 		*c = DefaultConfig(c.Model)
 		c.MaxModelLen, c.ExactArithmetic = 1024, true
+		if tweak != nil {
+			tweak(c)
+		}
 	})
 	var reqs []Request
 	for _, c := range ref.Cases {

@@ -27,6 +27,10 @@ const (
 	I64  Type = 27
 	F64  Type = 28
 	BF16 Type = 30 // bfloat16
+	// MXFP4 is OCP's microscaling FP4 (gpt-oss's experts): 32 elems, e
+	// (E8M0 scale) | 16 bytes of 4-bit E2M1 codes, element j the low nibble
+	// of byte j, element j+16 its high nibble (ggml's block_mxfp4).
+	MXFP4 Type = 39
 )
 
 // typeTraits is one tensor type's record, as ggml's type_traits: every
@@ -43,26 +47,27 @@ type typeTraits struct {
 }
 
 var traits = map[Type]typeTraits{
-	F32:  {"F32", 1, 4, decodeF32, quantF32},
-	F16:  {"F16", 1, 2, decodeF16, quantF16},
-	Q4_0: {"Q4_0", 32, 18, dequantQ4_0, quantQ4_0},
-	Q4_1: {"Q4_1", 32, 20, dequantQ4_1, quantQ4_1},
-	Q5_0: {"Q5_0", 32, 22, dequantQ5_0, quantQ5_0},
-	Q5_1: {"Q5_1", 32, 24, dequantQ5_1, quantQ5_1},
-	Q8_0: {"Q8_0", 32, 34, dequantQ8_0, quantQ8_0},
-	Q8_1: {"Q8_1", 32, 36, dequantQ8_1, quantQ8_1},
-	Q2_K: {"Q2_K", 256, 84, dequantQ2_K, quantQ2_K},
-	Q3_K: {"Q3_K", 256, 110, dequantQ3_K, quantQ3_K},
-	Q4_K: {"Q4_K", 256, 144, dequantQ4_K, quantQ4_K},
-	Q5_K: {"Q5_K", 256, 176, dequantQ5_K, quantQ5_K},
-	Q6_K: {"Q6_K", 256, 210, dequantQ6_K, quantQ6_K},
-	Q8_K: {"Q8_K", 256, 292, dequantQ8_K, quantQ8_K},
-	I8:   {"I8", 1, 1, decodeI8, nil},
-	I16:  {"I16", 1, 2, decodeI16, nil},
-	I32:  {"I32", 1, 4, decodeI32, nil},
-	I64:  {"I64", 1, 8, decodeI64, nil},
-	F64:  {"F64", 1, 8, decodeF64, quantF64},
-	BF16: {"BF16", 1, 2, decodeBF16, quantBF16},
+	F32:   {"F32", 1, 4, decodeF32, quantF32},
+	F16:   {"F16", 1, 2, decodeF16, quantF16},
+	Q4_0:  {"Q4_0", 32, 18, dequantQ4_0, quantQ4_0},
+	Q4_1:  {"Q4_1", 32, 20, dequantQ4_1, quantQ4_1},
+	Q5_0:  {"Q5_0", 32, 22, dequantQ5_0, quantQ5_0},
+	Q5_1:  {"Q5_1", 32, 24, dequantQ5_1, quantQ5_1},
+	Q8_0:  {"Q8_0", 32, 34, dequantQ8_0, quantQ8_0},
+	Q8_1:  {"Q8_1", 32, 36, dequantQ8_1, quantQ8_1},
+	Q2_K:  {"Q2_K", 256, 84, dequantQ2_K, quantQ2_K},
+	Q3_K:  {"Q3_K", 256, 110, dequantQ3_K, quantQ3_K},
+	Q4_K:  {"Q4_K", 256, 144, dequantQ4_K, quantQ4_K},
+	Q5_K:  {"Q5_K", 256, 176, dequantQ5_K, quantQ5_K},
+	Q6_K:  {"Q6_K", 256, 210, dequantQ6_K, quantQ6_K},
+	Q8_K:  {"Q8_K", 256, 292, dequantQ8_K, quantQ8_K},
+	I8:    {"I8", 1, 1, decodeI8, nil},
+	I16:   {"I16", 1, 2, decodeI16, nil},
+	I32:   {"I32", 1, 4, decodeI32, nil},
+	I64:   {"I64", 1, 8, decodeI64, nil},
+	F64:   {"F64", 1, 8, decodeF64, quantF64},
+	BF16:  {"BF16", 1, 2, decodeBF16, quantBF16},
+	MXFP4: {"MXFP4", 32, 17, dequantMXFP4, quantMXFP4},
 }
 
 // Known reports whether t is a tensor type this package can size.

@@ -3,6 +3,7 @@ package gguf
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ type Writer struct {
 type writerTensor struct {
 	info TensorInfo
 	data []byte
+	from func(io.Writer) error // the data, written when the file is (AddTensorFrom)
 }
 
 // NewWriter returns an empty Writer.
@@ -65,32 +67,55 @@ func (w *Writer) AddKV(key string, value any) {
 // length); data must hold exactly t.RowSize(dims[0])·Π dims[1:] bytes. data
 // is not copied: it must stay unchanged until the file is written.
 func (w *Writer) AddTensor(name string, t Type, dims []int, data []byte) error {
+	info, err := w.tensorInfo(name, t, dims)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != info.Size {
+		return &FormatError{Where: fmt.Sprintf("tensor %q", name), Msg: fmt.Sprintf("%d bytes of data, %s %v needs %d", len(data), t, dims, info.Size), Err: ErrBadLength}
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
+	return nil
+}
+
+// AddTensorFrom adds a tensor whose data from writes when the file is
+// written, in file order, so that a file larger than memory streams out:
+// from must write exactly the tensor's t.RowSize(dims[0])·Π dims[1:] bytes
+// to its io.Writer (WriteTo fails otherwise). It is called once per
+// WriteTo.
+func (w *Writer) AddTensorFrom(name string, t Type, dims []int, from func(io.Writer) error) error {
+	info, err := w.tensorInfo(name, t, dims)
+	if err != nil {
+		return err
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, from: from})
+	return nil
+}
+
+// tensorInfo checks a new tensor's name and dims and returns its info.
+func (w *Writer) tensorInfo(name string, t Type, dims []int) (TensorInfo, error) {
 	where := fmt.Sprintf("tensor %q", name)
 	if name == "" || len(name) > maxNameLen {
-		return &FormatError{Where: where, Msg: fmt.Sprintf("name must be 1 to %d bytes", maxNameLen), Err: ErrInvalid}
+		return TensorInfo{}, &FormatError{Where: where, Msg: fmt.Sprintf("name must be 1 to %d bytes", maxNameLen), Err: ErrInvalid}
 	}
 	if w.names[name] {
-		return &FormatError{Where: where, Msg: "added twice", Err: ErrDuplicated}
+		return TensorInfo{}, &FormatError{Where: where, Msg: "added twice", Err: ErrDuplicated}
 	}
 	udims := make([]uint64, len(dims))
 	for i, d := range dims {
 		if d <= 0 {
-			return &FormatError{Where: where, Msg: fmt.Sprintf("dim %d is %d, want > 0", i, d), Err: ErrInvalid}
+			return TensorInfo{}, &FormatError{Where: where, Msg: fmt.Sprintf("dim %d is %d, want > 0", i, d), Err: ErrInvalid}
 		}
 		udims[i] = uint64(d)
 	}
 	size, err := tensorSize(t, udims)
 	if err != nil {
 		err.(*FormatError).Where = where
-		return err
+		return TensorInfo{}, err
 	}
-	if int64(len(data)) != size {
-		return &FormatError{Where: where, Msg: fmt.Sprintf("%d bytes of data, %s %v needs %d", len(data), t, dims, size), Err: ErrBadLength}
-	}
-	w.names[name] = true
-	info := TensorInfo{Name: name, Dims: append([]int(nil), dims...), Type: t, Size: size}
-	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
-	return nil
+	return TensorInfo{Name: name, Dims: append([]int(nil), dims...), Type: t, Size: size}, nil
 }
 
 // alignment returns general.alignment if set (it must be a uint32 power of
@@ -135,7 +160,11 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	e.pad(align)
 	for _, t := range w.tensors {
-		e.bytes(t.data)
+		if t.from != nil {
+			e.from(t.info, t.from)
+		} else {
+			e.bytes(t.data)
+		}
 		e.pad(align)
 	}
 	if e.err == nil {
@@ -184,6 +213,30 @@ func (e *encoder) bytes(b []byte) {
 	n, err := e.w.Write(b)
 	e.n += int64(n)
 	e.err = err
+}
+
+// Write makes the encoder an io.Writer for AddTensorFrom's functions.
+func (e *encoder) Write(p []byte) (int, error) {
+	e.bytes(p)
+	if e.err != nil {
+		return 0, e.err
+	}
+	return len(p), nil
+}
+
+// from writes a tensor's data with its function and checks the length.
+func (e *encoder) from(info TensorInfo, from func(io.Writer) error) {
+	if e.err != nil {
+		return
+	}
+	start := e.n
+	if err := from(e); err != nil {
+		e.err = cmp.Or(e.err, fmt.Errorf("gguf: writer: tensor %q: %w", info.Name, err))
+		return
+	}
+	if n := e.n - start; e.err == nil && n != info.Size {
+		e.err = &FormatError{Where: fmt.Sprintf("tensor %q", info.Name), Msg: fmt.Sprintf("wrote %d bytes of data, %s %v needs %d", n, info.Type, info.Dims, info.Size), Err: ErrBadLength}
+	}
 }
 
 func (e *encoder) u8(v uint8) { e.scratch[0] = v; e.bytes(e.scratch[:1]) }

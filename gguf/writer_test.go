@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -200,5 +201,52 @@ func TestWriterOutputError(t *testing.T) {
 	}
 	if _, err := w.WriteTo(&failWriter{n: 5000}); !errors.Is(err, errDiskFull) {
 		t.Errorf("WriteTo: %v, want the writer's error", err)
+	}
+}
+
+// TestWriterTensorFrom: a tensor written by its function is the same file
+// as one added with its data (its function writing in pieces); a function
+// that writes the wrong length, or fails, fails WriteTo.
+func TestWriterTensorFrom(t *testing.T) {
+	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 4*10)[:4*64]
+	w := NewWriter()
+	w.AddKV("k", uint32(1))
+	if err := w.AddTensor("a", F32, []int{64}, data); err != nil {
+		t.Fatal(err)
+	}
+	want := writeBytes(t, w)
+	errBroken := errors.New("broken")
+	for _, c := range []struct {
+		name  string
+		write func(dst io.Writer) error
+		err   error
+	}{
+		{"pieces", func(dst io.Writer) error {
+			for i := 0; i < len(data); i += 100 {
+				if _, err := dst.Write(data[i:min(i+100, len(data))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil},
+		{"short", func(dst io.Writer) error { _, err := dst.Write(data[1:]); return err }, ErrBadLength},
+		{"long", func(dst io.Writer) error { _, err := dst.Write(append(data, 0)); return err }, ErrBadLength},
+		{"fails", func(io.Writer) error { return errBroken }, errBroken},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := NewWriter()
+			w.AddKV("k", uint32(1))
+			if err := w.AddTensorFrom("a", F32, []int{64}, c.write); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddTensorFrom("a", F32, []int{64}, c.write); !errors.Is(err, ErrDuplicated) {
+				t.Fatalf("second tensor a: %v", err)
+			}
+			var b bytes.Buffer
+			_, err := w.WriteTo(&b)
+			if !errors.Is(err, c.err) || c.err == nil && !bytes.Equal(b.Bytes(), want) {
+				t.Fatalf("WriteTo: %v (want %v), same bytes %v", err, c.err, bytes.Equal(b.Bytes(), want))
+			}
+		})
 	}
 }

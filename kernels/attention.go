@@ -151,7 +151,13 @@ type Attention struct {
 	// never read (a block manager may have freed them). 0 is full causal
 	// attention.
 	Window int
-	Mode   AttnMode
+	// Sinks, when not nil, are learned attention sinks, one logit per
+	// query head (gpt-oss's attn_sinks): each adds exp(Sinks[h] − max) to
+	// its head's softmax denominator only, no value (llama.cpp's
+	// ggml_soft_max_add_sinks and flash attention's sinks; attention_sinks.go).
+	// nil is plain attention, with exactly its arithmetic.
+	Sinks []float32 // (Heads)
+	Mode  AttnMode
 	// Tiles is the number of query tiles (AttnTile tokens of one sequence)
 	// the call's work is laid out for: a captured plan's worst case for its
 	// bucket (bucket.MaxTiles), so that every step of the bucket runs the
@@ -254,6 +260,7 @@ func checkAttention(a *Attention, kv *KVLayer, n int) {
 	ok := a.Heads > 0 && kv.KVHeads > 0 && a.Heads%kv.KVHeads == 0 && hd > 0 && kv.BlockSize > 0 &&
 		len(a.Q) == n*a.Heads*hd && len(a.Out) == len(a.Q) && ns >= 0 && len(a.BlockTables) == ns &&
 		len(kv.K32) == len(kv.V32) && len(kv.K16) == len(kv.V16) && len(kv.K8) == len(kv.V8) &&
+		(a.Sinks == nil || len(a.Sinks) == a.Heads) &&
 		(ns == 0 && n == 0 || ns > 0 && a.QueryStart[0] == 0 && int(a.QueryStart[ns]) == n)
 	for s := 0; ok && s < ns; s++ {
 		ok = a.QueryStart[s] <= a.QueryStart[s+1]

@@ -102,6 +102,7 @@ func (j *attentionJob) token(ws *workerScratch, i, h int) {
 	a, hd := j.a, j.kv.HeadDim
 	q := a.Q[(i*a.Heads+h)*hd:][:hd]
 	out := a.Out[(i*a.Heads+h)*hd:][:hd]
+	ws.head = h
 	if a.Mode == AttnMatMul {
 		j.matmul(ws, j.query(ws, q, j.kv.Type), out)
 	} else {
@@ -202,6 +203,10 @@ func (j *attentionJob) flash(ws *workerScratch, q, out []float32) {
 		}
 		sum = fma32(sum, ms, vs)
 	}
+	if j.a.Sinks != nil {
+		j.flashSink(ws, out, f16, m, sum)
+		return
+	}
 	inv := 1 / sum
 	if f16 {
 		for d, v := range ws.acc16 {
@@ -250,7 +255,12 @@ func (j *attentionJob) matmul(ws *workerScratch, q, out []float32) {
 	for p := ctx; p < len(sc); p++ {
 		sc[p] = float32(math.Inf(-1))
 	}
-	inv := float32(1 / j.k.softmaxExp(sc, m))
+	var inv float32
+	if j.a.Sinks != nil {
+		inv = j.softmaxSink(sc, m, ws.head)
+	} else {
+		inv = float32(1 / j.k.softmaxExp(sc, m))
+	}
 	if !j.fastRound(sc[:ctx], inv) {
 		for p := range ws.offs {
 			sc[p] = j.round(sc[p] * inv)

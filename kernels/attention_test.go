@@ -100,6 +100,10 @@ func (c *attnCase) reference(s, pos, tok, h int) []float64 {
 		mx = math.Max(mx, scores[j])
 	}
 	var sum float64
+	if c.att.Sinks != nil { // a logit in the denominator only
+		mx = math.Max(mx, float64(c.att.Sinks[h]))
+		sum = math.Exp(float64(c.att.Sinks[h]) - mx)
+	}
 	for j := range scores {
 		scores[j] = math.Exp(scores[j] - mx)
 		sum += scores[j]
@@ -222,7 +226,7 @@ func checkInvariance(t *testing.T, k *impl, c *attnCase) {
 			Q: c.att.Q[q0*row : q1*row], Out: make([]float32, (q1-q0)*row),
 			Positions: c.att.Positions[q0:q1], QueryStart: []int32{0, int32(q1 - q0)},
 			BlockTables: c.tables[s : s+1], Heads: c.heads, Scale: c.att.Scale, Mode: c.att.Mode,
-			Window: c.att.Window,
+			Window: c.att.Window, Sinks: c.att.Sinks,
 		}
 		p1.Attention(&alone, c.kv)
 		for i, v := range alone.Out {

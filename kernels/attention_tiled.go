@@ -303,7 +303,11 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 				mx[r] = max(mx[r], sc[p])
 			}
 		}
-		inv[r] = float32(1 / j.k.softmaxExp(sc, mx[r]))
+		if a.Sinks != nil {
+			inv[r] = j.softmaxSink(sc, mx[r], g.h0+(g.r0+r)%g.heads)
+		} else {
+			inv[r] = float32(1 / j.k.softmaxExp(sc, mx[r]))
+		}
 	}
 	clear(acc)
 	if b0 > 0 {

@@ -4,7 +4,7 @@ import "os"
 
 // numTypes bounds the gguf.Type values the per-type tables (weightTypes,
 // impl.dot, impl.gemm) are indexed by.
-const numTypes = 32
+const numTypes = 40
 
 // impl is one implementation of the hot loops. The generic one is always
 // present; CPU-specific ones (assembly) are listed by accelerated() and must

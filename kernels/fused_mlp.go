@@ -100,7 +100,9 @@ type gluJob struct {
 	acts           int // tokens per task, 0 for all n
 	epilogue       bool
 	act            GLU
-	subs           []actRow // (workers) scratch row views
+	gateBias       []float32 // (hidden) added to the gate products before act, or nil
+	upBias         []float32 // (hidden) added to the up products, or nil
+	subs           []actRow  // (workers) scratch row views
 }
 
 // newGLUJob lays out the tasks of gate and up (planned by planMatmul):
@@ -152,7 +154,14 @@ func (g *gluJob) run(worker, task int) {
 	g.up.compute(r0, r1, t0, t1)
 	for t := t0; t < t1; t++ {
 		row := g.gate.dst[t*hidden:]
-		g.k.glu(g.act, row[r0:r1], row[r0:r1], g.up.dst[t*hidden+r0:t*hidden+r1])
+		up := g.up.dst[t*hidden+r0 : t*hidden+r1]
+		if g.gateBias != nil {
+			addBiasRow(row[r0:r1], g.gateBias[r0:r1])
+		}
+		if g.upBias != nil {
+			addBiasRow(up, g.upBias[r0:r1])
+		}
+		g.k.glu(g.act, row[r0:r1], row[r0:r1], up)
 	}
 	if g.epilogue {
 		g.down.convertCols(&g.subs[worker], t0, t1, r0, r1)

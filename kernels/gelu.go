@@ -14,6 +14,9 @@ const (
 	// GLUGELUTanh is GeGLU with the tanh approximation of GELU,
 	// gelu_tanh(gate)·up (Gemma: Hugging Face's gelu_pytorch_tanh).
 	GLUGELUTanh
+	// GLUSwiGLUOAI is gpt-oss's clamped SwiGLU with a bias of 1 on up
+	// (swigluOAIGeneric).
+	GLUSwiGLUOAI
 )
 
 func (g GLU) String() string {
@@ -22,6 +25,8 @@ func (g GLU) String() string {
 		return "silu"
 	case GLUGELUTanh:
 		return "gelu_tanh"
+	case GLUSwiGLUOAI:
+		return "swiglu_oai"
 	}
 	return "glu(?)"
 }
@@ -73,9 +78,12 @@ func GeGLU(dst, gate, up []float32) {
 
 // glu applies g to one row: dst = act(gate)·up.
 func (k *impl) glu(g GLU, dst, gate, up []float32) {
-	if g == GLUGELUTanh {
+	switch g {
+	case GLUGELUTanh:
 		geGLUGeneric(dst, gate, up)
-		return
+	case GLUSwiGLUOAI:
+		swigluOAIGeneric(dst, gate, up)
+	default:
+		k.swiGLU(dst, gate, up)
 	}
-	k.swiGLU(dst, gate, up)
 }

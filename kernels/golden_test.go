@@ -268,7 +268,7 @@ func TestGoldenLibm(t *testing.T) {
 
 // goldenQuantTypes are the quantized weight types with ggml golden files.
 var goldenQuantTypes = []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0,
-	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}
+	gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.MXFP4}
 
 // TestGoldenQuantDot checks the quantized dot products: ggml quantizes a
 // weight row and an activation row and computes its vec_dot; our
@@ -297,6 +297,9 @@ func TestGoldenQuantDot(t *testing.T) {
 
 // goldenTypeName is ggml's lower-case type name (q4_K, q8_0, ...).
 func goldenTypeName(t gguf.Type) string {
+	if t == gguf.MXFP4 {
+		return "mxfp4"
+	}
 	s := []byte(t.String())
 	for i, c := range s {
 		if c == 'Q' {

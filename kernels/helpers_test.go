@@ -128,6 +128,8 @@ func scaleOffsets(typ gguf.Type) []int {
 		return []int{108}
 	case gguf.Q6_K:
 		return []int{208}
+	case gguf.MXFP4:
+		return nil // an E8M0 byte: random like the quants
 	}
 	panic(typ)
 }

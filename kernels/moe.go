@@ -6,6 +6,12 @@ import "fmt"
 // feed-forward Down·(act(Gate·h) ⊙ Up·h) without a norm of its own.
 type Expert struct {
 	Gate, Up, Down Weight // Gate, Up (hidden, dim); Down (dim, hidden)
+	// Optional biases, nil for none (gpt-oss's ffn_{gate,up,down}_exps.bias):
+	// each added to its product before the activation (gate, up) or the
+	// weighting (down), one float32 rounding each, as llama.cpp's
+	// ggml_add_id in build_moe_ffn.
+	GateBias, UpBias []float32 // (hidden)
+	DownBias         []float32 // (dim)
 }
 
 // MoE is a mixture-of-experts feed-forward's experts, all of one shape
@@ -80,6 +86,11 @@ func checkMoE(k *impl, m *MoE, b *MoEBuffers, n int) {
 			e.Down.Rows != dim || e.Down.Cols != hidden {
 			panic(fmt.Sprintf("kernels: MoE expert %d: gate %d×%d, up %d×%d, down %d×%d; expert 0's gate is %d×%d",
 				i, e.Gate.Rows, e.Gate.Cols, e.Up.Rows, e.Up.Cols, e.Down.Rows, e.Down.Cols, hidden, dim))
+		}
+		if e.GateBias != nil && len(e.GateBias) != hidden || e.UpBias != nil && len(e.UpBias) != hidden ||
+			(e.DownBias != nil) != (e0.DownBias != nil) || e.DownBias != nil && len(e.DownBias) != dim {
+			panic(fmt.Sprintf("kernels: MoE expert %d: biases of %d, %d, %d for %d hidden units of %d",
+				i, len(e.GateBias), len(e.UpBias), len(e.DownBias), hidden, dim))
 		}
 		// The shapes of one token's products: the kernels' type checks.
 		checkMatMul(k, nil, e.Gate, nil, 0)
@@ -207,6 +218,7 @@ func (j *moeJobs) plan(p *Pool, m *MoE, b *MoEBuffers, n int) {
 		}
 		x.glu = newGLUJob(k, &x.mm[0], &x.mm[1], &x.mm[2], c)
 		x.glu.act = m.Act
+		x.glu.gateBias, x.glu.upBias = w.GateBias, w.UpBias
 		x.glu.subs = p.fused.subs
 		for s := 0; s < c; s += chunk {
 			j.convTasks = append(j.convTasks, moeConvTask{i, s, min(s+chunk, c)})
@@ -221,6 +233,9 @@ func (j *moeJobs) plan(p *Pool, m *MoE, b *MoEBuffers, n int) {
 	j.conv = moeConvJob{j: j}
 	j.comb = moeCombineJob{dst: b.Dst, ys: j.ys, slot: j.slot, w: b.Weights, n: n, kk: kk, dim: j.dim,
 		rows: max(1, (n+4*p.threads-1)/(4*p.threads))}
+	if m.Experts[0].DownBias != nil {
+		j.comb.ids, j.comb.experts = b.IDs, m.Experts
+	}
 }
 
 // release drops the references to the caller's buffers and weights.
@@ -287,6 +302,8 @@ type moeCombineJob struct {
 	slot       []int32
 	n, kk, dim int
 	rows       int
+	ids        []int32  // the choices' experts, when they have down biases
+	experts    []Expert // (their DownBias)
 }
 
 func (c *moeCombineJob) tasks() int { return (c.n + c.rows - 1) / c.rows }
@@ -298,6 +315,9 @@ func (c *moeCombineJob) run(_, task int) {
 		for r := range c.kk {
 			w := c.w[t*c.kk+r]
 			y := c.ys[int(c.slot[t*c.kk+r])*d:][:d]
+			if c.ids != nil {
+				addBiasRow(y, c.experts[c.ids[t*c.kk+r]].DownBias)
+			}
 			if r == 0 {
 				for i, v := range y {
 					out[i] = w * v

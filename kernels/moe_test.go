@@ -58,8 +58,15 @@ func moeReference(k *impl, m *MoE, b *MoEBuffers, n int) []float32 {
 		for r := range b.K {
 			e := m.Experts[b.IDs[t*b.K+r]]
 			ref.MatMulN([]MatMulOut{{gate, e.Gate}, {up, e.Up}}, x, 1)
+			if e.GateBias != nil {
+				Add(gate, e.GateBias)
+				Add(up, e.UpBias)
+			}
 			k.glu(m.Act, gate, gate, up)
 			ref.MatMul(y, e.Down, gate, 1)
+			if e.DownBias != nil {
+				Add(y, e.DownBias)
+			}
 			w := b.Weights[t*b.K+r]
 			for i := range o {
 				if r == 0 {

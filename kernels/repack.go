@@ -27,10 +27,13 @@ const (
 )
 
 // Repack returns w marked for llama.cpp's repacked arithmetic when
-// llama.cpp would repack it (Q4_0 with a multiple of 8 rows; see Fast),
-// otherwise w unchanged. Call it once, at load time, instead of Pack.
+// llama.cpp would repack it (Q4_0 and MXFP4 with a multiple of 8 rows;
+// see Fast), otherwise w unchanged. Call it once, at load time, instead of
+// Pack. MXFP4's block_mxfp4x8 kernels (gemv/gemm_q4_b32_8x8_q8_0_lut_avx,
+// MoE experts included) have the same arithmetic with the block's
+// E8M0Half(e) for f16(dw): MXFP4's fast arithmetic (mxfp4.go).
 func Repack(w Weight) Weight {
-	if w.Type != gguf.Q4_0 {
+	if w.Type != gguf.Q4_0 && w.Type != gguf.MXFP4 {
 		return w
 	}
 	return fast(def, w)

@@ -50,6 +50,8 @@ var weightTypes = [numTypes]typeTraits{
 	gguf.Q4_K: {act: actQ8K, dot: dotQ4KGeneric, fast: &fastQ4K},
 	gguf.Q5_K: {act: actQ8K, dot: dotQ5KGeneric, fast: &fastQ5K},
 	gguf.Q6_K: {act: actQ8K, dot: dotQ6KGeneric, fast: &fastQ6K},
+	// MXFP4: the exact arithmetic generic; the fast one Q8_0's (mxfp4.go).
+	gguf.MXFP4: {act: actQ8_0, dot: dotMXFP4Generic, fast: &fastMXFP4},
 }
 
 // traitsOf returns t's record, or nil when the kernels do not support t.

@@ -39,7 +39,7 @@ func TestWeightTypeRecords(t *testing.T) {
 			t.Errorf("%v: the tables built from the record disagree with it", typ)
 		}
 	}
-	if n != 13 {
-		t.Errorf("%d supported weight types, want 13 (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K)", n)
+	if n != 14 {
+		t.Errorf("%d supported weight types, want 14 (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, MXFP4)", n)
 	}
 }

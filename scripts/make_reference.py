@@ -8,7 +8,7 @@ file this writes. It is used only to make reference data, never at run time.
     pip install llama-cpp-python==0.3.36 jinja2
     python3 scripts/make_reference.py MODEL.gguf OUT.json [--repack]
         [--n-predict N] [--n-batch N] [--top K] [--threads N] [--n-ctx N]
-        [--long] [--no-swa-full] [--override-kv KEY=TYPE:VALUE ...]
+        [--long] [--no-swa-full] [--flash-attn] [--override-kv KEY=TYPE:VALUE ...]
         [--chat-template FILE]
 
 scripts/make-references.sh makes a model's three files (n_batch 1, the
@@ -34,6 +34,9 @@ cache; llama-cpp-python creates it full size (swa_full, the C API's default)
 unless --no-swa-full (llama-server's default: the SWA layers keep only
 n_swa + n_ubatch cells, padded to 256); the attention masks are the same
 either way, and so are the outputs.
+--flash-attn runs llama.cpp's flash attention (llama-server's default) instead
+of its unfused attention: the path pagoda's exact arithmetic reproduces with
+engine.Config.FlashAttention while a sequence holds fewer than 256 tokens.
 --chat-template renders the chat cases with the Jinja template in FILE instead
 of the model's tokenizer.chat_template (llama-server's --chat-template-file,
 pagoda serve's --chat-template), for GGUFs that lack one, such as the Gemma 3
@@ -88,7 +91,7 @@ def use_extra_bufts(on):
 OPTS = sys.argv[3:]
 _VALUED = {"--n-predict", "--n-batch", "--top", "--threads", "--n-ctx", "--override-kv",
            "--chat-template"}
-_SWITCHES = {"--repack", "--long", "--no-swa-full"}
+_SWITCHES = {"--repack", "--long", "--no-swa-full", "--flash-attn"}
 
 
 def _check_opts():
@@ -126,6 +129,7 @@ _check_opts()
 REPACK = "--repack" in OPTS
 LONG = "--long" in OPTS
 SWA_FULL = "--no-swa-full" not in OPTS
+FLASH = "--flash-attn" in OPTS
 KV_OVERRIDES = _overrides()
 
 N_PREDICT = _flag("--n-predict", 32 if LONG else 48)
@@ -227,7 +231,7 @@ def main():
     # layers) such last-bit differences flip activation roundings and change
     # greedy choices; llama.cpp's own batched and token-by-token runs disagree.
     llm = Llama(model_path=path, n_ctx=N_CTX, n_threads=N_THREADS, n_batch=N_BATCH, n_ubatch=N_BATCH,
-                logits_all=True, verbose=False, flash_attn=False, swa_full=SWA_FULL,
+                logits_all=True, verbose=False, flash_attn=FLASH, swa_full=SWA_FULL,
                 kv_overrides=KV_OVERRIDES or None)
     meta = llm.metadata
     arch = meta.get("general.architecture", "")
@@ -271,7 +275,7 @@ def main():
         extra += f"kv overrides {KV_OVERRIDES}, "
     if CHAT_TEMPLATE and any(c["kind"] == "chat" for c in cases):
         extra += f"chat template {CHAT_TEMPLATE.split('/')[-1]} (the GGUF's replaced), "
-    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts {'on (repacking)' if REPACK else 'off'}, n_batch {N_BATCH}, F16 KV cache, flash attention off, {extra}"
+    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, greedy, n_threads {N_THREADS}, use_extra_bufts {'on (repacking)' if REPACK else 'off'}, n_batch {N_BATCH}, F16 KV cache, flash attention {'on' if FLASH else 'off'}, {extra}"
                         f"command: python3 scripts/make_reference.py {path.split('/')[-1]} {out} {' '.join(sys.argv[3:])}".rstrip(),
            "n_predict": N_PREDICT, "cases": cases}
     with open(out, "w") as f:

@@ -16,8 +16,9 @@ import (
 
 // runModelSynth implements `pagoda model synth`: a GGUF model with random
 // weights at a real model's shape (--shape) or given dimensions (--dims),
-// every matrix quantized to --type by pagoda's quantizers, with a real
-// vocabulary copied from --vocab.
+// every matrix of --type (a type, or a llama.cpp mix such as Q4_K_M),
+// quantized by pagoda's quantizers or drawn as random blocks (--draw), with
+// a real vocabulary copied from --vocab; streamed to --out.
 func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("model synth", stdout)
 	var f synthFlags
@@ -27,10 +28,12 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.dims, "dims", "", "dimensions instead of --shape: dim,hidden,layers,heads,kvheads,vocab[,headdim]; the other hyperparameters are --arch's")
 	fs.IntVar(&f.layers, "layers", 0, "override the layer count")
 	fs.IntVar(&f.context, "context", 0, "override the context length")
-	fs.IntVar(&f.window, "window", -1, "override gemma3's sliding window (0: every layer global)")
-	fs.IntVar(&f.experts, "experts", 0, "override a mixture of experts' expert count (qwen3moe; with --dims, hidden is each expert's length)")
+	fs.IntVar(&f.window, "window", -1, "override gemma3's or gpt-oss's sliding window (0: every layer global)")
+	fs.IntVar(&f.experts, "experts", 0, "override a mixture of experts' expert count (qwen3moe, gpt-oss; with --dims, hidden is each expert's length)")
 	fs.IntVar(&f.expertsUsed, "experts-used", 0, "override a mixture of experts' experts per token")
-	typ := fs.String("type", "Q4_0", "weight type: "+typeNames())
+	typ := fs.String("type", "Q4_0", "weight type: "+typeNames()+"; or a llama.cpp mix: "+strings.Join(synth.Mixes(), ", "))
+	draw := fs.String("draw", "auto", "how weights are drawn: quantize (normal values quantized: the bytes of the test models), "+
+		"direct (random quantized blocks, in parallel: seconds per billion weights), auto (direct from 100M matrix weights)")
 	out := fs.String("out", "", "output GGUF file")
 	vocab := fs.String("vocab", "", "GGUF file to copy the tokenizer from (default: the shape's or the architecture's; \"none\" for no tokenizer)")
 	seed := fs.Uint64("seed", 1, "seed of the random weights")
@@ -41,14 +44,16 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t, err := parseWeightType(*typ)
-	if err != nil {
+	o := synth.Options{Shape: s, Seed: *seed}
+	if o.Type, o.Mix, err = parseWeightType(*typ); err != nil {
 		return err
+	}
+	if o.Draw, err = synth.ParseDraw(*draw); err != nil {
+		return usageError{fmt.Errorf("--draw: %w", err)}
 	}
 	if *out == "" {
 		return usageError{errors.New("--out is required")}
 	}
-	o := synth.Options{Shape: s, Type: t, Seed: *seed}
 	if o.Vocab, err = openVocab(*vocab, s); err != nil {
 		return err
 	}
@@ -63,7 +68,7 @@ func runModelSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s shape (%s, %d layers), %v weights, %.1f MiB in %.1fs\n", *out, s.Name, s.Arch, s.Layers, t,
+	fmt.Fprintf(stdout, "wrote %s: %s shape (%s, %d layers), %s weights, %.1f MiB in %.1fs\n", *out, s.Name, s.Arch, s.Layers, cmp.Or(o.Mix, o.Type.String()),
 		float64(st.Size())/(1<<20), time.Since(start).Seconds())
 	return nil
 }
@@ -110,8 +115,8 @@ func (f synthFlags) resolve() (synth.Shape, error) {
 		s.ContextLen = f.context
 	}
 	if f.window >= 0 {
-		if s.Arch != "gemma3" {
-			return s, usageError{fmt.Errorf("--window: only gemma3 has sliding-window layers, not %s", s.Arch)}
+		if s.Arch != "gemma3" && s.Arch != "gpt-oss" {
+			return s, usageError{fmt.Errorf("--window: only gemma3 and gpt-oss have sliding-window layers, not %s", s.Arch)}
 		}
 		s.SlidingWindow = f.window
 	}
@@ -134,14 +139,19 @@ func (f synthFlags) resolve() (synth.Shape, error) {
 
 func isLlamaLike(arch string) bool { return arch == "llama" || arch == "qwen2" }
 
-// parseWeightType parses a weight type name, case-insensitively.
-func parseWeightType(name string) (gguf.Type, error) {
+// parseWeightType parses a weight type or mix name, case-insensitively.
+func parseWeightType(name string) (gguf.Type, string, error) {
 	for _, t := range synth.Types() {
 		if strings.EqualFold(t.String(), name) {
-			return t, nil
+			return t, "", nil
 		}
 	}
-	return 0, usageError{fmt.Errorf("--type %q: want one of %s", name, typeNames())}
+	for _, m := range synth.Mixes() {
+		if strings.EqualFold(m, name) {
+			return 0, m, nil
+		}
+	}
+	return 0, "", usageError{fmt.Errorf("--type %q: want one of %s, or a mix: %s", name, typeNames(), strings.Join(synth.Mixes(), ", "))}
 }
 
 func typeNames() string {

@@ -13,6 +13,7 @@ func TestModelSynthFamilies(t *testing.T) {
 		{"qwen3", "qwen3.attention.key_length"},
 		{"gemma3", "gemma3.attention.sliding_window"},
 		{"phi3", "phi3.rope.scaling.attn_factor"},
+		{"gpt-oss", "gpt-oss.expert_feed_forward_length"},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "s.gguf")
@@ -26,6 +27,26 @@ func TestModelSynthFamilies(t *testing.T) {
 				t.Fatalf("model info: exit %d:\n%s", code, stdout)
 			}
 		})
+	}
+}
+
+// TestModelSynthMix writes a tiny Q4_K_M model drawn directly: the mix's
+// types (the tied embeddings Q6_K, attn_v and ffn_down Q6_K on the last
+// layer, use_more_bits' last eighth of two) and file type; a bad --draw
+// is a usage error.
+func TestModelSynthMix(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.gguf")
+	code, stdout, stderr := runCLI("model", "synth", "--arch", "qwen3", "--dims", "256,512,2,4,2,300", "--type", "q4_k_m", "--draw", "direct",
+		"--vocab", "none", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "Q4_K_M weights") {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("model", "info", out, "--tensors")
+	if code != 0 || !hasLine(stdout, "general.file_type", "15") || !strings.Contains(stdout, "Q4_K×12, Q6_K×3") {
+		t.Fatalf("model info: exit %d:\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI("model", "synth", "--dims", "64,128,2,4,2,300", "--draw", "fast", "--vocab", "none", "--out", out); code != 2 {
+		t.Fatalf("--draw fast: exit %d (%s), want 2", code, stderr)
 	}
 }
 
@@ -47,6 +68,10 @@ func TestSynthFlags(t *testing.T) {
 	s, err = synthFlags{arch: "llama3", dims: "64,128,2,4,2,300", window: -1}.resolve()
 	if err != nil || s.Arch != "llama" || s.Llama3Rope == nil || s.Vocab != "llama-bpe" {
 		t.Fatalf("llama3 dims: %+v, %v", s, err)
+	}
+	s, err = synthFlags{arch: "gpt-oss", dims: "64,32,2,4,2,300", window: 16, experts: 4, expertsUsed: 2}.resolve()
+	if err != nil || s.SlidingWindow != 16 || s.Experts != 4 || s.ExpertsUsed != 2 || s.HiddenDim != 32 || s.Tied {
+		t.Fatalf("gpt-oss dims: %+v, %v", s, err)
 	}
 	s, err = synthFlags{arch: "qwen2", shape: "smollm2-135m", window: -1}.resolve()
 	if err != nil || s.Arch != "qwen2" {

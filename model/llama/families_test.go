@@ -9,7 +9,7 @@ import (
 	"pagoda/model/synth"
 )
 
-// The families on the model layer (qwen3, qwen3moe, gemma3, phi3, and Llama 3.x's
+// The families on the model layer (qwen3, qwen3moe, gemma3, phi3, gpt-oss, and Llama 3.x's
 // scaling) through the block stack's harness: tiny synthetic models of each
 // at its family's layout (model/synth), 4 query heads over 2 KV heads
 // (Gemma: 1, as its small models), so that a two-rank split divides.
@@ -31,6 +31,8 @@ var familyDims = []struct {
 	{"gemma3", "128,256,6,4,2,512,64", 8, 0.05},   // 6 layers: five local, one global
 	{"phi3", "128,256,2,4,2,512", 0, tpBound},
 	{"llama3", "128,256,2,4,2,512", 0, tpBound},
+	// 8 MXFP4 experts of 64, 4 per token; layer 0 local, 1 global; sinks
+	{"gpt-oss", "128,64,2,4,2,512", 8, tpBound},
 }
 
 // writeFamily writes a tiny synthetic model of a family.

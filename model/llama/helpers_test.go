@@ -9,6 +9,7 @@ import (
 	"pagoda/internal/testmodel"
 	"pagoda/model"
 	"pagoda/model/gemma3"
+	"pagoda/model/gptoss"
 	"pagoda/model/phi3"
 	"pagoda/model/qwen3"
 	"pagoda/model/qwen3moe"
@@ -47,7 +48,7 @@ func writeSynth(t testing.TB, opt synth.Options) string {
 // block-stack tests here (batch invariance, tensor parallelism, dual-batch
 // overlap) run every family through the same harness.
 var familyLoaders = map[string]func(*gguf.File, Options) (*Model, error){
-	"qwen3": qwen3.New, "qwen3moe": qwen3moe.New, "gemma3": gemma3.New, "phi3": phi3.New,
+	"qwen3": qwen3.New, "qwen3moe": qwen3moe.New, "gemma3": gemma3.New, "phi3": phi3.New, "gpt-oss": gptoss.New,
 }
 
 // openModel loads a GGUF model with the given options, with its family's

@@ -49,6 +49,10 @@ type Attention struct {
 	Window        int     // sliding window in positions; 0: full causal
 	QScale        float32 // 0: q is not scaled
 	Scale         float32 // score scale
+	// Sinks, when set, are learned attention sinks, one logit per query
+	// head in each softmax's denominator (gpt-oss's attn_sinks;
+	// kernels.Attention.Sinks); split by heads with Q.
+	Sinks []float32 // (Heads) or nil
 }
 
 // FFN is a gated feed-forward: Down·(Act(Gate·h) ⊙ Up·h); Gate and Up

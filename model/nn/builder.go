@@ -225,6 +225,9 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 					return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
 				}
 			}
+			if s := m.layers[i].Attn.Sinks; s != nil { // the rank's query heads' sinks
+				m.layers[i].Attn.Sinks = s[m.tp.rank*m.local.Heads : (m.tp.rank+1)*m.local.Heads]
+			}
 		}
 	}
 	m.packWeights(arithmeticOf(opt))
@@ -257,7 +260,7 @@ type arithmetic int
 
 const (
 	arithFast     arithmetic = iota // kernels.Fast wherever a type has it
-	arithRepack                     // llama.cpp's default: kernels.Repack (Q4_0)
+	arithRepack                     // llama.cpp's default: kernels.Repack (Q4_0, MXFP4)
 	arithNoRepack                   // llama.cpp's --no-repack: plain vec_dot everywhere
 )
 
@@ -277,7 +280,7 @@ func arithmeticOf(opt Options) arithmetic {
 // output head included, even when it is the token embeddings: the lookup
 // reads the file's rows, the head its interleaved copy). The exact ones
 // reproduce llama.cpp: with arithRepack the matrices llama.cpp repacks
-// (Q4_0, kernels.Repack) take its repacked arithmetic and layout, as in its
+// (Q4_0, MXFP4; kernels.Repack) take its repacked arithmetic and layout, as in its
 // default configuration, and like llama.cpp the token embeddings are never
 // repacked, even when they double as the output. Every other matrix gets
 // the accelerated kernels' packed layout (kernels.Pack: a heap copy,

@@ -132,7 +132,7 @@ func (m *Model) attention(s *scratch, ly *Block, kv *kernels.KVLayer, slots []in
 	}
 	kernels.WriteKV(kv, slots, s.k, s.v)
 	m.tp.progress()
-	s.attn.Window, s.attn.Scale, s.attn.Positions = at.Window, at.Scale, s.pos
+	s.attn.Window, s.attn.Scale, s.attn.Positions, s.attn.Sinks = at.Window, at.Scale, s.pos, at.Sinks
 	if at.Bidirectional {
 		s.attn.Positions = s.last
 	}

@@ -18,7 +18,8 @@ const (
 	Column
 	// Row: rank r holds columns [r·C/n, (r+1)·C/n) of the input, a heap
 	// copy, and computes a partial output that the block stack sums over
-	// the ranks (an all-reduce) before the residual add.
+	// the ranks (an all-reduce) before the residual add; rank 0 alone
+	// keeps the bias, added to its partial output.
 	Row
 )
 
@@ -45,8 +46,8 @@ func (l *Linear) split(r, n int) error {
 			l.Bias = l.Bias[r*k : (r+1)*k]
 		}
 	case Row:
-		if l.Bias != nil {
-			return fmt.Errorf("tensor %s: a row-parallel matrix with a bias is not supported", l.Tensor)
+		if r != 0 {
+			l.Bias = nil // added once to the sum of the partial outputs: by rank 0
 		}
 		w, err := colsOf(l.W, r, n)
 		if err != nil {

@@ -46,8 +46,10 @@ const minTopKSum = 6.103515625e-5
 // its own row (the sum in rank order, never in arrival order).
 //
 // Extension points: Gating (gpt-oss's top-k-then-softmax), Router.Bias
-// (gpt-oss's router bias), Act (an activation per family); expert biases
-// and expert parallelism (whole experts per rank) are not there yet.
+// (gpt-oss's router bias), the experts' biases (gpt-oss's
+// ffn_*_exps.bias, Experts[i].Gate/Up/Down.Bias: split with their
+// matrices, Down's kept by rank 0), Act (an activation per family);
+// expert parallelism (whole experts per rank) is not there yet.
 type MoE struct {
 	Router   Linear // (experts, Dim) ffn_gate_inp, replicated
 	Experts  []FFN  // ffn_gate_exps/ffn_up_exps/ffn_down_exps, one slice each
@@ -73,7 +75,8 @@ func (e *MoE) linears() []*Linear {
 func (e *MoE) prepare() {
 	e.kern = kernels.MoE{Experts: make([]kernels.Expert, len(e.Experts)), Act: e.Act}
 	for i, f := range e.Experts {
-		e.kern.Experts[i] = kernels.Expert{Gate: f.Gate.W, Up: f.Up.W, Down: f.Down.W}
+		e.kern.Experts[i] = kernels.Expert{Gate: f.Gate.W, Up: f.Up.W, Down: f.Down.W,
+			GateBias: f.Gate.Bias, UpBias: f.Up.Bias, DownBias: f.Down.Bias}
 	}
 }
 
@@ -213,11 +216,6 @@ func (b *Builder) MoE(p string, act kernels.GLU) *MoE {
 	}
 	e := &MoE{Router: b.Linear(p+".ffn_gate_inp", c.Experts, c.Dim, Replicated), K: c.ExpertsUsed,
 		Gating: GatingSoftmax, NormTopK: true, Act: act}
-	for _, n := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
-		if b.Has(p + "." + n + ".bias") {
-			b.Fail(p+"."+n+".bias", "expert biases are not supported")
-		}
-	}
 	gate := b.Experts(p+".ffn_gate_exps", c.Experts, c.ExpertHiddenDim, c.Dim, Column)
 	up := b.Experts(p+".ffn_up_exps", c.Experts, c.ExpertHiddenDim, c.Dim, Column)
 	down := b.Experts(p+".ffn_down_exps", c.Experts, c.Dim, c.ExpertHiddenDim, Row)
@@ -228,6 +226,7 @@ func (b *Builder) MoE(p string, act kernels.GLU) *MoE {
 	for i := range e.Experts {
 		e.Experts[i] = FFN{Gate: gate[i], Up: up[i], Down: down[i], Act: act}
 	}
+	b.expertBiases(p, e)
 	return e
 }
 

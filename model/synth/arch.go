@@ -38,6 +38,8 @@ func addMetadata(w *gguf.Writer, s Shape, fileType uint32) {
 		phi3Metadata(k, s)
 	case "bert":
 		bertMetadata(k, s)
+	case "gpt-oss":
+		gptossMetadata(k, s)
 	default:
 		textMetadata(k, s)
 	}
@@ -226,14 +228,21 @@ func (b *layerTensors) attention() {
 		b.norm("attn_k_norm", hd)
 	}
 	b.mat("attn_output", q, s.Dim, b.out)
-	if s.Arch == "gemma3" {
+	switch s.Arch {
+	case "gemma3":
 		b.norm("post_attention_norm", s.Dim)
+	case "gpt-oss":
+		b.gptossAttention()
 	}
 }
 
 // feedForward appends the norm and the gated feed-forward.
 func (b *layerTensors) feedForward() {
 	s := b.s
+	if s.Arch == "gpt-oss" {
+		b.gptossFeedForward()
+		return
+	}
 	b.norm("ffn_norm", s.Dim)
 	if s.MoE() {
 		// The router, kept in F32 by the converter, drawn wider than the

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"cmp"
 	"math"
 	"path/filepath"
 	"testing"
@@ -11,17 +12,21 @@ import (
 )
 
 // TestSynthModelRuns writes tiny models to disk, loads them with pagoda and
-// runs a prefill step: the logits must be finite.
+// runs a prefill step: the logits must be finite, and not flat (std ≥ 0.1
+// on these unit-RMS hidden states, quantized or drawn directly).
 func TestSynthModelRuns(t *testing.T) {
 	qwen := tiny
 	qwen.Arch = "qwen2"
 	for _, c := range []struct {
-		s   Shape
-		typ gguf.Type
-	}{{tiny, gguf.Q4_0}, {tiny, gguf.Q4_K}, {qwen, gguf.Q8_0}, {tinyQwen3MoE, gguf.Q8_0}} {
-		t.Run(c.s.Arch+"/"+c.typ.String(), func(t *testing.T) {
+		s    Shape
+		typ  gguf.Type
+		mix  string
+		draw Draw
+	}{{tiny, gguf.Q4_0, "", DrawAuto}, {tiny, gguf.Q4_K, "", DrawAuto}, {qwen, gguf.Q8_0, "", DrawAuto}, {tinyQwen3MoE, gguf.Q8_0, "", DrawAuto},
+		{tiny, 0, "Q4_K_M", DrawDirect}, {tinyQwen3MoE, 0, "Q5_K_M", DrawDirect}, {qwen, gguf.Q4_1, "", DrawDirect}} {
+		t.Run(c.s.Arch+"/"+cmp.Or(c.mix, c.typ.String())+"/"+c.draw.String(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := Write(path, Options{Shape: c.s, Type: c.typ, Seed: 9}); err != nil {
+			if err := Write(path, Options{Shape: c.s, Type: c.typ, Mix: c.mix, Draw: c.draw, Seed: 9}); err != nil {
 				t.Fatal(err)
 			}
 			m, _, err := model.Load(path, model.LoadOptions{Threads: 1})
@@ -39,10 +44,16 @@ func TestSynthModelRuns(t *testing.T) {
 			if err := m.Forward(b, kv, logits); err != nil {
 				t.Fatal(err)
 			}
+			var sum, sq float64
 			for i, v := range logits {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 					t.Fatalf("logit %d = %v", i, v)
 				}
+				sum, sq = sum+float64(v), sq+float64(v)*float64(v)
+			}
+			n := float64(len(logits))
+			if sd := math.Sqrt(sq/n - sum*sum/n/n); sd < 0.1 {
+				t.Fatalf("logits of std %.3g: flat", sd)
 			}
 		})
 	}

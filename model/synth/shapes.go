@@ -2,8 +2,11 @@
 // real models, for benchmarks that need a model of a given size without
 // its weights: the architecture metadata of the real model, a real
 // vocabulary copied from another GGUF file, and every matrix quantized by
-// pagoda's own quantizers (gguf.Quantize). Each family's keys and tensors
-// are the ones llama.cpp's converter (convert_hf_to_gguf.py) writes for it.
+// pagoda's own quantizers (gguf.Quantize) or, on large shapes, drawn
+// directly as random quantized blocks of the same statistics (direct.go),
+// in one type or in one of llama-quantize's K-quant mixes (mix.go). Each
+// family's keys and tensors are the ones llama.cpp's converter
+// (convert_hf_to_gguf.py) writes for it.
 package synth
 
 import (
@@ -86,11 +89,11 @@ func (s Shape) RotaryDim() int {
 
 // Archs lists the architectures synth writes.
 func Archs() []string {
-	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3", "bert"}
+	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3", "bert", "gpt-oss"}
 }
 
 // MoE reports whether the shape's feed-forward is a mixture of experts.
-func (s Shape) MoE() bool { return s.Arch == "qwen3moe" }
+func (s Shape) MoE() bool { return s.Arch == "qwen3moe" || s.Arch == "gpt-oss" }
 
 // Validate checks that the dimensions are positive and consistent, and
 // what llama.cpp requires of the family.
@@ -117,6 +120,8 @@ func (s Shape) Validate() error {
 			s.Arch, s.Experts, s.ExpertsUsed, s.ExpertHiddenDim)
 	case !s.MoE() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertHiddenDim != 0):
 		return fmt.Errorf("synth: %s has no experts", s.Arch)
+	case s.Arch == "gpt-oss" && (s.Dim%32 != 0 || s.ExpertHiddenDim%32 != 0):
+		return fmt.Errorf("synth: gpt-oss's MXFP4 experts need dim and expert length multiples of 32: %d, %d", s.Dim, s.ExpertHiddenDim)
 	case s.LongRope != nil && s.Arch != "phi3":
 		return fmt.Errorf("synth: LongRoPE factors are written for phi3 only, not %s", s.Arch)
 	case s.LongRope != nil && (len(s.LongRope.Short) != s.RotaryDim()/2 || len(s.LongRope.Long) != s.RotaryDim()/2 || s.LongRope.OrigCtx <= 0):
@@ -172,6 +177,11 @@ var shapes = map[string]Shape{
 	"gemma-3-4b": {Arch: "gemma3", Name: "Gemma-3-4B", Dim: 2560, HiddenDim: 10240, Layers: 34, Heads: 8, KVHeads: 4, HeadSize: 256,
 		VocabSize: 262144, ContextLen: 131072, RopeTheta: 1e6, RopeThetaSWA: 10000, RopeLinear: 8, SlidingWindow: 1024, RMSEps: 1e-6,
 		Tied: true, Vocab: gemma3Vocab},
+	// gpt-oss-20b, its vocabulary stood in for by Llama 3's BPE (o200k_harmony
+	// is not a ggml-vocab file).
+	"gpt-oss-20b": {Arch: "gpt-oss", Name: "gpt-oss-20b", Dim: 2880, HiddenDim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadSize: 64,
+		Experts: 32, ExpertsUsed: 4, ExpertHiddenDim: 2880, VocabSize: 201088, ContextLen: 131072, RopeTheta: 150000,
+		SlidingWindow: 128, RMSEps: 1e-5, Vocab: "llama-bpe"},
 	"phi-4-mini": {Arch: "phi3", Name: "Phi-4-mini", Dim: 3072, HiddenDim: 8192, Layers: 32, Heads: 24, KVHeads: 8, RopeDim: 96,
 		VocabSize: 200064, ContextLen: 131072, RopeTheta: 10000, RMSEps: 1e-5, SlidingWindow: 262144, Tied: true,
 		LongRope: longRopeFor(96, 4096), Vocab: "phi-3"},
@@ -221,6 +231,9 @@ func family(name string) (Shape, error) {
 		s.ContextLen, s.SlidingWindow, s.Vocab = 131072, 262144, "phi-3"
 	case "bert": // BGE's: 512 positions, LayerNorm ε 1e-12, CLS pooling
 		s.ContextLen, s.RMSEps, s.Vocab, s.Tied = 512, 1e-12, "bert-bge", false
+	case "gpt-oss": // gpt-oss-20b's, 8 experts of which 4 per token (its 32, 4)
+		s.ContextLen, s.RopeTheta, s.SlidingWindow, s.Vocab, s.Tied = 131072, 150000, 128, "llama-bpe", false
+		s.Experts, s.ExpertsUsed = 8, 4
 	default:
 		return s, fmt.Errorf("synth: family %q (want one of %s)", name, strings.Join(Families(), ", "))
 	}
@@ -256,7 +269,7 @@ func ParseArchDims(fam, s string) (Shape, error) {
 	sh.Dim, sh.HiddenDim, sh.Layers, sh.Heads, sh.KVHeads, sh.VocabSize = v[0], v[1], v[2], v[3], v[4], v[5]
 	if len(v) == 7 {
 		sh.HeadSize = v[6]
-	} else if (fam == "llama3" || fam == "qwen3" || fam == "qwen3moe" || fam == "gemma3") && sh.Dim%sh.Heads == 0 {
+	} else if (fam == "llama3" || fam == "qwen3" || fam == "qwen3moe" || fam == "gemma3" || fam == "gpt-oss") && sh.Dim%sh.Heads == 0 {
 		sh.HeadSize = sh.Dim / sh.Heads
 	}
 	if sh.MoE() {
@@ -279,4 +292,7 @@ func ParseArchDims(fam, s string) (Shape, error) {
 func (s *Shape) SetExperts(experts, used int) {
 	s.Experts, s.ExpertsUsed = experts, used
 	s.HiddenDim = s.ExpertHiddenDim * used
+	if s.Arch == "gpt-oss" { // its converter writes intermediate_size for both
+		s.HiddenDim = s.ExpertHiddenDim
+	}
 }

@@ -18,6 +18,12 @@ glibc 2.36's libm) on seeded random inputs. Files are little-endian records:
   sincosf.bin           n u32, x[n] f32, (sinf, cosf)[n] f32
   expf.bin              n u32, x[n] f32, expf(x)[n] f32
   powf.bin              records of base, exponent, powf f32
+  vec_dot_mxfp4.bin, dequant_mxfp4.bin  as vec_dot_<type>/dequant_<type>, group
+                        mxfp4 (its own random stream: the other files stay as made)
+  repack_mxfp4.bin      as repack_q4_0.bin, MXFP4 rows: ggml_gemv/gemm_mxfp4_8x8_q8_0
+                        (group mxfp4)
+  ../../../gguf/testdata/mxfp4.bin  n u32, x[n] f32, quantize_row_mxfp4_ref(x),
+                        dequantize_row_mxfp4 of it [n] f32 (group mxfp4)
   repack_q4_0.bin       rows, n, tokens u32, Q4_0 weight rows quantized by ggml,
                         x[tokens][n] f32, then ggml_gemv_q4_0_8x8_q8_0 (token by
                         token) and ggml_gemm_q4_0_8x8_q8_0 (four at a time) outputs
@@ -27,7 +33,7 @@ import ctypes, os, struct, sys
 import numpy as np
 import llama_cpp
 
-lib = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+lib = os.environ.get("LLAMA_CPP_LIB_PATH") or os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
 ctypes.CDLL(os.path.join(lib, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
 g = ctypes.CDLL(os.path.join(lib, "libggml-cpu.so"))
 g.ggml_cpu_init()  # fills ggml's F16 conversion tables
@@ -258,12 +264,94 @@ def repacked(out):
     write(out, "repack_q4_0.bin", recs)
 
 
+def mxfp4(out):
+    """MXFP4 (gpt-oss's experts): ggml's reference quantizer and dequantizer
+    on random rows and edge cases (zero blocks, powers of two and values
+    just below them, ties between codes), and ggml_vec_dot_mxfp4_q8_0 with
+    odd and even block counts (its AVX2 loop takes blocks in pairs)."""
+    r = np.random.default_rng(20261127)
+    base.quantize_row_mxfp4_ref.argtypes = [P, P, ctypes.c_int64]
+    base.dequantize_row_mxfp4.argtypes = [P, P, ctypes.c_int64]
+    g.quantize_row_q8_0.argtypes = [P, P, ctypes.c_int64]
+    vd = g.ggml_vec_dot_mxfp4_q8_0
+    vd.argtypes = [ctypes.c_int, P, ctypes.c_size_t, P, ctypes.c_size_t, P, ctypes.c_size_t, ctypes.c_int]
+
+    def q(x):
+        wq = np.zeros(len(x) // 32 * 17, np.uint8)
+        base.quantize_row_mxfp4_ref(ptr(x), ptr(wq), len(x))
+        deq = np.zeros(len(x), np.float32)
+        base.dequantize_row_mxfp4(ptr(wq), ptr(deq), len(x))
+        return wq, deq
+
+    qrecs = []
+    edge = np.zeros(32 * 6, np.float32)
+    edge[32:64] = np.array([2.0 ** k for k in range(-8, 8)] * 2, np.float32)
+    edge[64:96] = np.nextafter(edge[32:64], np.float32(0))
+    edge[96:128] = np.array([0.25 * k for k in range(-16, 16)], np.float32)  # ties at d = 0.5
+    edge[128:160] = np.array([1e-30, -3e-38, 6e4, -1e9] * 8, np.float32)
+    edge[160:192] = np.linspace(-7, 7, 32, dtype=np.float32)
+    for x in [edge] + [(r.standard_normal(n) * s).astype(np.float32) for n in (64, 256, 1024) for s in (0.02, 1.0, 300.0)]:
+        wq, deq = q(x)
+        qrecs.append(struct.pack("<I", len(x)) + x.tobytes() + wq.tobytes() + deq.tobytes())
+    write(os.path.join(out, "../../../gguf/testdata"), "mxfp4.bin", qrecs)
+    recs, drecs = [], []
+    for n in (96, 256, 576, 2880):
+        for scale in (0.02, 1.0, 300.0):
+            w = (r.standard_normal(n) * 0.05).astype(np.float32)
+            x = (r.standard_normal(n) * scale).astype(np.float32)
+            x[r.integers(0, n, 2)] *= 40
+            wq, deq = q(w)
+            xq = np.zeros(n // 32 * 34, np.uint8)
+            g.quantize_row_q8_0(ptr(x), ptr(xq), n)
+            s = np.zeros(1, np.float32)
+            vd(n, ptr(s), 0, ptr(wq), 0, ptr(xq), 0, 1)
+            recs.append(struct.pack("<I", n) + wq.tobytes() + x.tobytes() + s.tobytes())
+            drecs.append(struct.pack("<I", n) + wq.tobytes() + deq.tobytes())
+    write(out, "vec_dot_mxfp4.bin", recs)
+    write(out, "dequant_mxfp4.bin", drecs)
+    # llama.cpp's repacked MXFP4 (its default for gpt-oss's experts on
+    # AVX2): make_block_mxfp4x8's layout (8 scales, then 8-byte chunks of
+    # the 8 rows' quants), gemv token by token and gemm four at a time.
+    qmat = getattr(g, "_Z19ggml_quantize_mat_tILl8EL9ggml_type8EEvPKfPvll")
+    qmat.argtypes = [P, P, ctypes.c_int64, ctypes.c_int64]
+    sig = [ctypes.c_int, P, ctypes.c_size_t, P, P, ctypes.c_int, ctypes.c_int]
+    g.ggml_gemv_mxfp4_8x8_q8_0.argtypes = sig
+    g.ggml_gemm_mxfp4_8x8_q8_0.argtypes = sig
+    recs = []
+    for rows, n, nt, scale in [(8, 64, 4, 1.0), (16, 96, 8, 0.02), (24, 256, 4, 300.0), (48, 2880, 8, 1.0)]:
+        nb = n // 32
+        w = (r.standard_normal(rows * n) * 0.05).astype(np.float32)
+        x = (r.standard_normal(nt * n) * scale).astype(np.float32)
+        x[r.integers(0, nt * n, 4)] *= 40
+        wq, _ = q(w)
+        blocks = wq.reshape(rows, nb, 17)
+        rp = np.zeros((rows // 8, nb, 136), np.uint8)
+        for gi in range(rows // 8):
+            for b in range(nb):
+                for i in range(8):
+                    rp[gi, b, i] = blocks[8 * gi + i, b, 0]
+                for i in range(16):
+                    rp[gi, b, 8 + 8 * i:16 + 8 * i] = blocks[8 * gi + i % 8, b, 1 + (i // 8) * 8:1 + (i // 8) * 8 + 8]
+        gv = np.zeros((nt, rows), np.float32)
+        for t in range(nt):
+            xq = np.zeros(nb * 34, np.uint8)
+            g.quantize_row_q8_0(ptr(x[t * n:]), ptr(xq), n)
+            g.ggml_gemv_mxfp4_8x8_q8_0(n, ptr(gv[t]), rows, ptr(rp), ptr(xq), 1, rows)
+        gm = np.zeros((nt, rows), np.float32)
+        xq4 = np.zeros(nt // 4 * nb * 136, np.uint8)
+        for t in range(0, nt, 4):
+            qmat(ptr(x[t * n:]), ptr(xq4[t // 4 * nb * 136:]), 4, n)
+        g.ggml_gemm_mxfp4_8x8_q8_0(n, ptr(gm), rows, ptr(rp), ptr(xq4), nt, rows)
+        recs.append(struct.pack("<III", rows, n, nt) + wq.tobytes() + x.tobytes() + gv.tobytes() + gm.tobytes())
+    write(out, "repack_mxfp4.bin", recs)
+
+
 if __name__ == "__main__":
     # make_golden.py DIR [GROUP...]: every group, or only those named. The
     # vec_dot and reduction files need an AVX-512 build (their lane layouts
     # are AVX-512's); repacked's arithmetic is the same with AVX2.
     out, only = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
-    for f in (dots, softmax, silu, quant, qdots, f16conv, libm, repacked):
+    for f in (dots, softmax, silu, quant, qdots, f16conv, libm, repacked, mxfp4):
         if not only or f.__name__ in only:
             f(out)
