@@ -5,137 +5,66 @@
 #include "textflag.h"
 
 // func gemmFQ4_0_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmFQ4_0_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 	MOVQ w+0(FP), CX
 	MOVQ groupBytes+8(FP), DX
 	MOVQ rows+16(FP), BX
 
-gemmFQ4_0_1_pairs:
-	LEAQ   16(AX), SI
-	CMPQ   SI, BX
-	JG     gemmFQ4_0_1_tail
-	VPXORD Z31, Z31, Z31
+gemmFQ4_0_1_tail:
+	CMPQ   AX, BX
+	JGE    gemmFQ4_0_1_done
+	VPXORD Y31, Y31, Y31
 	MOVQ   act+24(FP), SI
 	MOVQ   actStride+32(FP), DI
 	LEAQ   (DI)(DI*2), DI
 	MOVQ   CX, DI
 	MOVQ   nb+40(FP), R8
 
-gemmFQ4_0_1_p_blocks:
-	PREFETCHT1    4096(DI)
-	PREFETCHT1    4096(DI)(DX*1)
-	PREFETCHT1    4160(DI)
-	PREFETCHT1    4160(DI)(DX*1)
-	PREFETCHT1    4224(DI)
-	PREFETCHT1    4224(DI)(DX*1)
-	VPBROADCASTD  32(SI), Z23
+gemmFQ4_0_1_g_blocks:
+	VPBROADCASTD  32(SI), Y23
 	VMOVDQU32     16(DI), Y1
-	VINSERTI64X4  $0x01, 16(DI)(DX*1), Z1, Z1
-	VPANDD.BCST   nib0F<>+0(SB), Z1, Z0
-	VPSRLW        $0x04, Z1, Z1
-	VPANDD.BCST   nib0F<>+0(SB), Z1, Z1
-	VPDPBUSD.BCST (SI), Z0, Z23
-	VPDPBUSD.BCST 16(SI), Z1, Z23
-	VMOVDQU32     48(DI), Y2
-	VINSERTI64X4  $0x01, 48(DI)(DX*1), Z2, Z2
-	VPANDD.BCST   nib0F<>+0(SB), Z2, Z0
-	VPSRLW        $0x04, Z2, Z2
-	VPANDD.BCST   nib0F<>+0(SB), Z2, Z2
-	VPDPBUSD.BCST 4(SI), Z0, Z23
-	VPDPBUSD.BCST 20(SI), Z2, Z23
-	VMOVDQU32     80(DI), Y3
-	VINSERTI64X4  $0x01, 80(DI)(DX*1), Z3, Z3
-	VPANDD.BCST   nib0F<>+0(SB), Z3, Z0
-	VPSRLW        $0x04, Z3, Z3
-	VPANDD.BCST   nib0F<>+0(SB), Z3, Z3
-	VPDPBUSD.BCST 8(SI), Z0, Z23
-	VPDPBUSD.BCST 24(SI), Z3, Z23
-	VMOVDQU32     112(DI), Y4
-	VINSERTI64X4  $0x01, 112(DI)(DX*1), Z4, Z4
-	VPANDD.BCST   nib0F<>+0(SB), Z4, Z0
-	VPSRLW        $0x04, Z4, Z4
-	VPANDD.BCST   nib0F<>+0(SB), Z4, Z4
-	VPDPBUSD.BCST 12(SI), Z0, Z23
-	VPDPBUSD.BCST 28(SI), Z4, Z23
-	VMOVDQU       (DI), X5
-	VINSERTI128   $0x01, (DI)(DX*1), Y5, Y5
-	VCVTPH2PS     Y5, Z0
-	VCVTDQ2PS     Z23, Z23
-	VMULPS.BCST   36(SI), Z0, Z0
-	VFMADD231PS   Z23, Z0, Z31
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
+	VPSRLW        $0x04, Y1, Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST (SI), Y0, Y23
+	VPDPBUSD.BCST 16(SI), Y1, Y23
+	VMOVDQU32     48(DI), Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
+	VPSRLW        $0x04, Y1, Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST 4(SI), Y0, Y23
+	VPDPBUSD.BCST 20(SI), Y1, Y23
+	VMOVDQU32     80(DI), Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
+	VPSRLW        $0x04, Y1, Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST 8(SI), Y0, Y23
+	VPDPBUSD.BCST 24(SI), Y1, Y23
+	VMOVDQU32     112(DI), Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
+	VPSRLW        $0x04, Y1, Y1
+	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST 12(SI), Y0, Y23
+	VPDPBUSD.BCST 28(SI), Y1, Y23
+	VCVTPH2PS     (DI), Y0
+	VCVTDQ2PS     Y23, Y23
+	VMULPS.BCST   36(SI), Y0, Y0
+	VFMADD231PS   Y23, Y0, Y31
 	ADDQ          $0x00000090, DI
 	ADDQ          $0x00000028, SI
 	DECQ          R8
-	JNZ           gemmFQ4_0_1_p_blocks
+	JNZ           gemmFQ4_0_1_g_blocks
 	MOVQ          dst+48(FP), SI
 	MOVQ          dstStride+56(FP), DI
 	IMUL3Q        $0x00000004, DI, DI
 	LEAQ          (DI)(DI*2), DI
 	LEAQ          (SI)(AX*4), SI
-	VMOVUPS       Z31, (SI)
+	VMOVUPS       Y31, (SI)
 	ADDQ          DX, CX
 	ADDQ          $0x08, AX
-	ADDQ          DX, CX
-	ADDQ          $0x08, AX
-	JMP           gemmFQ4_0_1_pairs
-
-gemmFQ4_0_1_tail:
-	CMPQ   AX, BX
-	JGE    gemmFQ4_0_1_done
-	VPXORD Y31, Y31, Y31
-	MOVQ   act+24(FP), BX
-	MOVQ   actStride+32(FP), SI
-	LEAQ   (SI)(SI*2), SI
-	MOVQ   CX, SI
-	MOVQ   nb+40(FP), DI
-
-gemmFQ4_0_1_g_blocks:
-	PREFETCHT1    4096(SI)
-	PREFETCHT1    4160(SI)
-	PREFETCHT1    4224(SI)
-	VPBROADCASTD  32(BX), Y23
-	VMOVDQU32     16(SI), Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
-	VPSRLW        $0x04, Y1, Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST (BX), Y0, Y23
-	VPDPBUSD.BCST 16(BX), Y1, Y23
-	VMOVDQU32     48(SI), Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
-	VPSRLW        $0x04, Y1, Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST 4(BX), Y0, Y23
-	VPDPBUSD.BCST 20(BX), Y1, Y23
-	VMOVDQU32     80(SI), Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
-	VPSRLW        $0x04, Y1, Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST 8(BX), Y0, Y23
-	VPDPBUSD.BCST 24(BX), Y1, Y23
-	VMOVDQU32     112(SI), Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y0
-	VPSRLW        $0x04, Y1, Y1
-	VPANDD.BCST   nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST 12(BX), Y0, Y23
-	VPDPBUSD.BCST 28(BX), Y1, Y23
-	VCVTPH2PS     (SI), Y0
-	VCVTDQ2PS     Y23, Y23
-	VMULPS.BCST   36(BX), Y0, Y0
-	VFMADD231PS   Y23, Y0, Y31
-	ADDQ          $0x00000090, SI
-	ADDQ          $0x00000028, BX
-	DECQ          DI
-	JNZ           gemmFQ4_0_1_g_blocks
-	MOVQ          dst+48(FP), BX
-	MOVQ          dstStride+56(FP), SI
-	IMUL3Q        $0x00000004, SI, SI
-	LEAQ          (SI)(SI*2), SI
-	LEAQ          (BX)(AX*4), BX
-	VMOVUPS       Y31, (BX)
-	ADDQ          DX, CX
-	ADDQ          $0x08, AX
+	JMP           gemmFQ4_0_1_tail
 
 gemmFQ4_0_1_done:
 	VZEROUPPER
@@ -1920,143 +1849,68 @@ gemmFQ4_0_8_done:
 	RET
 
 // func gemmFQ4_1_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmFQ4_1_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 	MOVQ w+0(FP), CX
 	MOVQ groupBytes+8(FP), DX
 	MOVQ rows+16(FP), BX
 
-gemmFQ4_1_1_pairs:
-	LEAQ   16(AX), SI
-	CMPQ   SI, BX
-	JG     gemmFQ4_1_1_tail
-	VPXORD Z31, Z31, Z31
+gemmFQ4_1_1_tail:
+	CMPQ   AX, BX
+	JGE    gemmFQ4_1_1_done
+	VPXORD Y31, Y31, Y31
 	MOVQ   act+24(FP), SI
 	MOVQ   actStride+32(FP), DI
 	LEAQ   (DI)(DI*2), DI
 	MOVQ   CX, DI
 	MOVQ   nb+40(FP), R8
 
-gemmFQ4_1_1_p_blocks:
-	PREFETCHT1       4096(DI)
-	PREFETCHT1       4096(DI)(DX*1)
-	PREFETCHT1       4160(DI)
-	PREFETCHT1       4160(DI)(DX*1)
-	PREFETCHT1       4224(DI)
-	PREFETCHT1       4224(DI)(DX*1)
-	VPXORD           Z23, Z23, Z23
+gemmFQ4_1_1_g_blocks:
+	VPXORD           Y23, Y23, Y23
 	VMOVDQU32        32(DI), Y1
-	VINSERTI64X4     $0x01, 32(DI)(DX*1), Z1, Z1
-	VPANDD.BCST      nib0F<>+0(SB), Z1, Z0
-	VPSRLW           $0x04, Z1, Z1
-	VPANDD.BCST      nib0F<>+0(SB), Z1, Z1
-	VPDPBUSD.BCST    (SI), Z0, Z23
-	VPDPBUSD.BCST    16(SI), Z1, Z23
-	VMOVDQU32        64(DI), Y2
-	VINSERTI64X4     $0x01, 64(DI)(DX*1), Z2, Z2
-	VPANDD.BCST      nib0F<>+0(SB), Z2, Z0
-	VPSRLW           $0x04, Z2, Z2
-	VPANDD.BCST      nib0F<>+0(SB), Z2, Z2
-	VPDPBUSD.BCST    4(SI), Z0, Z23
-	VPDPBUSD.BCST    20(SI), Z2, Z23
-	VMOVDQU32        96(DI), Y3
-	VINSERTI64X4     $0x01, 96(DI)(DX*1), Z3, Z3
-	VPANDD.BCST      nib0F<>+0(SB), Z3, Z0
-	VPSRLW           $0x04, Z3, Z3
-	VPANDD.BCST      nib0F<>+0(SB), Z3, Z3
-	VPDPBUSD.BCST    8(SI), Z0, Z23
-	VPDPBUSD.BCST    24(SI), Z3, Z23
-	VMOVDQU32        128(DI), Y4
-	VINSERTI64X4     $0x01, 128(DI)(DX*1), Z4, Z4
-	VPANDD.BCST      nib0F<>+0(SB), Z4, Z0
-	VPSRLW           $0x04, Z4, Z4
-	VPANDD.BCST      nib0F<>+0(SB), Z4, Z4
-	VPDPBUSD.BCST    12(SI), Z0, Z23
-	VPDPBUSD.BCST    28(SI), Z4, Z23
-	VMOVDQU          (DI), X5
-	VINSERTI128      $0x01, (DI)(DX*1), Y5, Y5
-	VCVTPH2PS        Y5, Z0
-	VMOVDQU          16(DI), X6
-	VINSERTI128      $0x01, 16(DI)(DX*1), Y6, Y6
-	VCVTPH2PS        Y6, Z7
-	VCVTDQ2PS        Z23, Z23
-	VMULPS.BCST      36(SI), Z0, Z0
-	VFMADD231PS      Z23, Z0, Z31
-	VFMADD231PS.BCST 32(SI), Z7, Z31
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
+	VPSRLW           $0x04, Y1, Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST    (SI), Y0, Y23
+	VPDPBUSD.BCST    16(SI), Y1, Y23
+	VMOVDQU32        64(DI), Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
+	VPSRLW           $0x04, Y1, Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST    4(SI), Y0, Y23
+	VPDPBUSD.BCST    20(SI), Y1, Y23
+	VMOVDQU32        96(DI), Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
+	VPSRLW           $0x04, Y1, Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST    8(SI), Y0, Y23
+	VPDPBUSD.BCST    24(SI), Y1, Y23
+	VMOVDQU32        128(DI), Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
+	VPSRLW           $0x04, Y1, Y1
+	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
+	VPDPBUSD.BCST    12(SI), Y0, Y23
+	VPDPBUSD.BCST    28(SI), Y1, Y23
+	VCVTPH2PS        (DI), Y0
+	VCVTPH2PS        16(DI), Y1
+	VCVTDQ2PS        Y23, Y23
+	VMULPS.BCST      36(SI), Y0, Y0
+	VFMADD231PS      Y23, Y0, Y31
+	VFMADD231PS.BCST 32(SI), Y1, Y31
 	ADDQ             $0x000000a0, DI
 	ADDQ             $0x00000028, SI
 	DECQ             R8
-	JNZ              gemmFQ4_1_1_p_blocks
+	JNZ              gemmFQ4_1_1_g_blocks
 	MOVQ             dst+48(FP), SI
 	MOVQ             dstStride+56(FP), DI
 	IMUL3Q           $0x00000004, DI, DI
 	LEAQ             (DI)(DI*2), DI
 	LEAQ             (SI)(AX*4), SI
-	VMOVUPS          Z31, (SI)
+	VMOVUPS          Y31, (SI)
 	ADDQ             DX, CX
 	ADDQ             $0x08, AX
-	ADDQ             DX, CX
-	ADDQ             $0x08, AX
-	JMP              gemmFQ4_1_1_pairs
-
-gemmFQ4_1_1_tail:
-	CMPQ   AX, BX
-	JGE    gemmFQ4_1_1_done
-	VPXORD Y31, Y31, Y31
-	MOVQ   act+24(FP), BX
-	MOVQ   actStride+32(FP), SI
-	LEAQ   (SI)(SI*2), SI
-	MOVQ   CX, SI
-	MOVQ   nb+40(FP), DI
-
-gemmFQ4_1_1_g_blocks:
-	PREFETCHT1       4096(SI)
-	PREFETCHT1       4160(SI)
-	PREFETCHT1       4224(SI)
-	VPXORD           Y23, Y23, Y23
-	VMOVDQU32        32(SI), Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
-	VPSRLW           $0x04, Y1, Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST    (BX), Y0, Y23
-	VPDPBUSD.BCST    16(BX), Y1, Y23
-	VMOVDQU32        64(SI), Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
-	VPSRLW           $0x04, Y1, Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST    4(BX), Y0, Y23
-	VPDPBUSD.BCST    20(BX), Y1, Y23
-	VMOVDQU32        96(SI), Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
-	VPSRLW           $0x04, Y1, Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST    8(BX), Y0, Y23
-	VPDPBUSD.BCST    24(BX), Y1, Y23
-	VMOVDQU32        128(SI), Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y0
-	VPSRLW           $0x04, Y1, Y1
-	VPANDD.BCST      nib0F<>+0(SB), Y1, Y1
-	VPDPBUSD.BCST    12(BX), Y0, Y23
-	VPDPBUSD.BCST    28(BX), Y1, Y23
-	VCVTPH2PS        (SI), Y0
-	VCVTPH2PS        16(SI), Y1
-	VCVTDQ2PS        Y23, Y23
-	VMULPS.BCST      36(BX), Y0, Y0
-	VFMADD231PS      Y23, Y0, Y31
-	VFMADD231PS.BCST 32(BX), Y1, Y31
-	ADDQ             $0x000000a0, SI
-	ADDQ             $0x00000028, BX
-	DECQ             DI
-	JNZ              gemmFQ4_1_1_g_blocks
-	MOVQ             dst+48(FP), BX
-	MOVQ             dstStride+56(FP), SI
-	IMUL3Q           $0x00000004, SI, SI
-	LEAQ             (SI)(SI*2), SI
-	LEAQ             (BX)(AX*4), BX
-	VMOVUPS          Y31, (BX)
-	ADDQ             DX, CX
-	ADDQ             $0x08, AX
+	JMP              gemmFQ4_1_1_tail
 
 gemmFQ4_1_1_done:
 	VZEROUPPER
@@ -3936,117 +3790,27 @@ gemmFQ4_1_8_done:
 	RET
 
 // func gemmFQ5_0_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmFQ5_0_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 	MOVQ w+0(FP), CX
 	MOVQ groupBytes+8(FP), DX
 	MOVQ rows+16(FP), BX
 
-gemmFQ5_0_1_pairs:
-	LEAQ   16(AX), SI
-	CMPQ   SI, BX
-	JG     gemmFQ5_0_1_tail
-	VPXORD Z31, Z31, Z31
+gemmFQ5_0_1_tail:
+	CMPQ   AX, BX
+	JGE    gemmFQ5_0_1_done
+	VPXORD Y31, Y31, Y31
 	MOVQ   act+24(FP), SI
 	MOVQ   actStride+32(FP), DI
 	LEAQ   (DI)(DI*2), DI
 	MOVQ   CX, DI
 	MOVQ   nb+40(FP), R8
 
-gemmFQ5_0_1_p_blocks:
-	PREFETCHT1      4096(DI)
-	PREFETCHT1      4096(DI)(DX*1)
-	PREFETCHT1      4160(DI)
-	PREFETCHT1      4160(DI)(DX*1)
-	PREFETCHT1      4224(DI)
-	PREFETCHT1      4224(DI)(DX*1)
-	VPBROADCASTD    32(SI), Z23
-	VMOVDQU32       16(DI), Y0
-	VINSERTI64X4    $0x01, 16(DI)(DX*1), Z0, Z0
-	VMOVDQU32       48(DI), Y2
-	VINSERTI64X4    $0x01, 48(DI)(DX*1), Z2, Z2
-	VPANDD.BCST     nib0F<>+0(SB), Z2, Z1
-	VPSRLW          $0x04, Z2, Z2
-	VPANDD.BCST     nib0F<>+0(SB), Z2, Z2
-	VPSLLD          $0x04, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z1
-	VMOVDQA64       Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z2
-	VPDPBUSD.BCST   (SI), Z1, Z23
-	VPDPBUSD.BCST   16(SI), Z2, Z23
-	VMOVDQU32       80(DI), Y4
-	VINSERTI64X4    $0x01, 80(DI)(DX*1), Z4, Z4
-	VPANDD.BCST     nib0F<>+0(SB), Z4, Z1
-	VPSRLW          $0x04, Z4, Z4
-	VPANDD.BCST     nib0F<>+0(SB), Z4, Z4
-	VPSLLD          $0x03, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD          $0x01, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z4
-	VPDPBUSD.BCST   4(SI), Z1, Z23
-	VPDPBUSD.BCST   20(SI), Z4, Z23
-	VMOVDQU32       112(DI), Y5
-	VINSERTI64X4    $0x01, 112(DI)(DX*1), Z5, Z5
-	VPANDD.BCST     nib0F<>+0(SB), Z5, Z1
-	VPSRLW          $0x04, Z5, Z5
-	VPANDD.BCST     nib0F<>+0(SB), Z5, Z5
-	VPSLLD          $0x02, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD          $0x02, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z5
-	VPDPBUSD.BCST   8(SI), Z1, Z23
-	VPDPBUSD.BCST   24(SI), Z5, Z23
-	VMOVDQU32       144(DI), Y6
-	VINSERTI64X4    $0x01, 144(DI)(DX*1), Z6, Z6
-	VPANDD.BCST     nib0F<>+0(SB), Z6, Z1
-	VPSRLW          $0x04, Z6, Z6
-	VPANDD.BCST     nib0F<>+0(SB), Z6, Z6
-	VPSLLD          $0x01, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD          $0x03, Z0, Z3
-	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Z3, Z6
-	VPDPBUSD.BCST   12(SI), Z1, Z23
-	VPDPBUSD.BCST   28(SI), Z6, Z23
-	VMOVDQU         (DI), X7
-	VINSERTI128     $0x01, (DI)(DX*1), Y7, Y7
-	VCVTPH2PS       Y7, Z1
-	VCVTDQ2PS       Z23, Z23
-	VMULPS.BCST     36(SI), Z1, Z1
-	VFMADD231PS     Z23, Z1, Z31
-	ADDQ            $0x000000b0, DI
-	ADDQ            $0x00000028, SI
-	DECQ            R8
-	JNZ             gemmFQ5_0_1_p_blocks
-	MOVQ            dst+48(FP), SI
-	MOVQ            dstStride+56(FP), DI
-	IMUL3Q          $0x00000004, DI, DI
-	LEAQ            (DI)(DI*2), DI
-	LEAQ            (SI)(AX*4), SI
-	VMOVUPS         Z31, (SI)
-	ADDQ            DX, CX
-	ADDQ            $0x08, AX
-	ADDQ            DX, CX
-	ADDQ            $0x08, AX
-	JMP             gemmFQ5_0_1_pairs
-
-gemmFQ5_0_1_tail:
-	CMPQ   AX, BX
-	JGE    gemmFQ5_0_1_done
-	VPXORD Y31, Y31, Y31
-	MOVQ   act+24(FP), BX
-	MOVQ   actStride+32(FP), SI
-	LEAQ   (SI)(SI*2), SI
-	MOVQ   CX, SI
-	MOVQ   nb+40(FP), DI
-
 gemmFQ5_0_1_g_blocks:
-	PREFETCHT1      4096(SI)
-	PREFETCHT1      4160(SI)
-	PREFETCHT1      4224(SI)
-	VPBROADCASTD    32(BX), Y23
-	VMOVDQU32       16(SI), Y0
-	VMOVDQU32       48(SI), Y2
+	VPBROADCASTD    32(SI), Y23
+	VMOVDQU32       16(DI), Y0
+	VMOVDQU32       48(DI), Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y1
 	VPSRLW          $0x04, Y2, Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y2
@@ -4054,9 +3818,9 @@ gemmFQ5_0_1_g_blocks:
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y1
 	VMOVDQA64       Y0, Y3
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST   (BX), Y1, Y23
-	VPDPBUSD.BCST   16(BX), Y2, Y23
-	VMOVDQU32       80(SI), Y2
+	VPDPBUSD.BCST   (SI), Y1, Y23
+	VPDPBUSD.BCST   16(SI), Y2, Y23
+	VMOVDQU32       80(DI), Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y1
 	VPSRLW          $0x04, Y2, Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y2
@@ -4064,9 +3828,9 @@ gemmFQ5_0_1_g_blocks:
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD          $0x01, Y0, Y3
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST   4(BX), Y1, Y23
-	VPDPBUSD.BCST   20(BX), Y2, Y23
-	VMOVDQU32       112(SI), Y2
+	VPDPBUSD.BCST   4(SI), Y1, Y23
+	VPDPBUSD.BCST   20(SI), Y2, Y23
+	VMOVDQU32       112(DI), Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y1
 	VPSRLW          $0x04, Y2, Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y2
@@ -4074,9 +3838,9 @@ gemmFQ5_0_1_g_blocks:
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD          $0x02, Y0, Y3
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST   8(BX), Y1, Y23
-	VPDPBUSD.BCST   24(BX), Y2, Y23
-	VMOVDQU32       144(SI), Y2
+	VPDPBUSD.BCST   8(SI), Y1, Y23
+	VPDPBUSD.BCST   24(SI), Y2, Y23
+	VMOVDQU32       144(DI), Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y1
 	VPSRLW          $0x04, Y2, Y2
 	VPANDD.BCST     nib0F<>+0(SB), Y2, Y2
@@ -4084,24 +3848,25 @@ gemmFQ5_0_1_g_blocks:
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD          $0x03, Y0, Y0
 	VPTERNLOGD.BCST $0xf8, byte10<>+0(SB), Y0, Y2
-	VPDPBUSD.BCST   12(BX), Y1, Y23
-	VPDPBUSD.BCST   28(BX), Y2, Y23
-	VCVTPH2PS       (SI), Y0
+	VPDPBUSD.BCST   12(SI), Y1, Y23
+	VPDPBUSD.BCST   28(SI), Y2, Y23
+	VCVTPH2PS       (DI), Y0
 	VCVTDQ2PS       Y23, Y23
-	VMULPS.BCST     36(BX), Y0, Y0
+	VMULPS.BCST     36(SI), Y0, Y0
 	VFMADD231PS     Y23, Y0, Y31
-	ADDQ            $0x000000b0, SI
-	ADDQ            $0x00000028, BX
-	DECQ            DI
+	ADDQ            $0x000000b0, DI
+	ADDQ            $0x00000028, SI
+	DECQ            R8
 	JNZ             gemmFQ5_0_1_g_blocks
-	MOVQ            dst+48(FP), BX
-	MOVQ            dstStride+56(FP), SI
-	IMUL3Q          $0x00000004, SI, SI
-	LEAQ            (SI)(SI*2), SI
-	LEAQ            (BX)(AX*4), BX
-	VMOVUPS         Y31, (BX)
+	MOVQ            dst+48(FP), SI
+	MOVQ            dstStride+56(FP), DI
+	IMUL3Q          $0x00000004, DI, DI
+	LEAQ            (DI)(DI*2), DI
+	LEAQ            (SI)(AX*4), SI
+	VMOVUPS         Y31, (SI)
 	ADDQ            DX, CX
 	ADDQ            $0x08, AX
+	JMP             gemmFQ5_0_1_tail
 
 gemmFQ5_0_1_done:
 	VZEROUPPER
@@ -6131,121 +5896,27 @@ gemmFQ5_0_8_done:
 	RET
 
 // func gemmFQ5_1_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmFQ5_1_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 	MOVQ w+0(FP), CX
 	MOVQ groupBytes+8(FP), DX
 	MOVQ rows+16(FP), BX
 
-gemmFQ5_1_1_pairs:
-	LEAQ   16(AX), SI
-	CMPQ   SI, BX
-	JG     gemmFQ5_1_1_tail
-	VPXORD Z31, Z31, Z31
+gemmFQ5_1_1_tail:
+	CMPQ   AX, BX
+	JGE    gemmFQ5_1_1_done
+	VPXORD Y31, Y31, Y31
 	MOVQ   act+24(FP), SI
 	MOVQ   actStride+32(FP), DI
 	LEAQ   (DI)(DI*2), DI
 	MOVQ   CX, DI
 	MOVQ   nb+40(FP), R8
 
-gemmFQ5_1_1_p_blocks:
-	PREFETCHT1       4096(DI)
-	PREFETCHT1       4096(DI)(DX*1)
-	PREFETCHT1       4160(DI)
-	PREFETCHT1       4160(DI)(DX*1)
-	PREFETCHT1       4224(DI)
-	PREFETCHT1       4224(DI)(DX*1)
-	VPXORD           Z23, Z23, Z23
-	VMOVDQU32        32(DI), Y0
-	VINSERTI64X4     $0x01, 32(DI)(DX*1), Z0, Z0
-	VMOVDQU32        64(DI), Y2
-	VINSERTI64X4     $0x01, 64(DI)(DX*1), Z2, Z2
-	VPANDD.BCST      nib0F<>+0(SB), Z2, Z1
-	VPSRLW           $0x04, Z2, Z2
-	VPANDD.BCST      nib0F<>+0(SB), Z2, Z2
-	VPSLLD           $0x04, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z1
-	VMOVDQA64        Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z2
-	VPDPBUSD.BCST    (SI), Z1, Z23
-	VPDPBUSD.BCST    16(SI), Z2, Z23
-	VMOVDQU32        96(DI), Y4
-	VINSERTI64X4     $0x01, 96(DI)(DX*1), Z4, Z4
-	VPANDD.BCST      nib0F<>+0(SB), Z4, Z1
-	VPSRLW           $0x04, Z4, Z4
-	VPANDD.BCST      nib0F<>+0(SB), Z4, Z4
-	VPSLLD           $0x03, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD           $0x01, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z4
-	VPDPBUSD.BCST    4(SI), Z1, Z23
-	VPDPBUSD.BCST    20(SI), Z4, Z23
-	VMOVDQU32        128(DI), Y5
-	VINSERTI64X4     $0x01, 128(DI)(DX*1), Z5, Z5
-	VPANDD.BCST      nib0F<>+0(SB), Z5, Z1
-	VPSRLW           $0x04, Z5, Z5
-	VPANDD.BCST      nib0F<>+0(SB), Z5, Z5
-	VPSLLD           $0x02, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD           $0x02, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z5
-	VPDPBUSD.BCST    8(SI), Z1, Z23
-	VPDPBUSD.BCST    24(SI), Z5, Z23
-	VMOVDQU32        160(DI), Y6
-	VINSERTI64X4     $0x01, 160(DI)(DX*1), Z6, Z6
-	VPANDD.BCST      nib0F<>+0(SB), Z6, Z1
-	VPSRLW           $0x04, Z6, Z6
-	VPANDD.BCST      nib0F<>+0(SB), Z6, Z6
-	VPSLLD           $0x01, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z1
-	VPSRLD           $0x03, Z0, Z3
-	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Z3, Z6
-	VPDPBUSD.BCST    12(SI), Z1, Z23
-	VPDPBUSD.BCST    28(SI), Z6, Z23
-	VMOVDQU          (DI), X7
-	VINSERTI128      $0x01, (DI)(DX*1), Y7, Y7
-	VCVTPH2PS        Y7, Z1
-	VMOVDQU          16(DI), X8
-	VINSERTI128      $0x01, 16(DI)(DX*1), Y8, Y8
-	VCVTPH2PS        Y8, Z3
-	VCVTDQ2PS        Z23, Z23
-	VMULPS.BCST      36(SI), Z1, Z1
-	VFMADD231PS      Z23, Z1, Z31
-	VFMADD231PS.BCST 32(SI), Z3, Z31
-	ADDQ             $0x000000c0, DI
-	ADDQ             $0x00000028, SI
-	DECQ             R8
-	JNZ              gemmFQ5_1_1_p_blocks
-	MOVQ             dst+48(FP), SI
-	MOVQ             dstStride+56(FP), DI
-	IMUL3Q           $0x00000004, DI, DI
-	LEAQ             (DI)(DI*2), DI
-	LEAQ             (SI)(AX*4), SI
-	VMOVUPS          Z31, (SI)
-	ADDQ             DX, CX
-	ADDQ             $0x08, AX
-	ADDQ             DX, CX
-	ADDQ             $0x08, AX
-	JMP              gemmFQ5_1_1_pairs
-
-gemmFQ5_1_1_tail:
-	CMPQ   AX, BX
-	JGE    gemmFQ5_1_1_done
-	VPXORD Y31, Y31, Y31
-	MOVQ   act+24(FP), BX
-	MOVQ   actStride+32(FP), SI
-	LEAQ   (SI)(SI*2), SI
-	MOVQ   CX, SI
-	MOVQ   nb+40(FP), DI
-
 gemmFQ5_1_1_g_blocks:
-	PREFETCHT1       4096(SI)
-	PREFETCHT1       4160(SI)
-	PREFETCHT1       4224(SI)
 	VPXORD           Y23, Y23, Y23
-	VMOVDQU32        32(SI), Y0
-	VMOVDQU32        64(SI), Y2
+	VMOVDQU32        32(DI), Y0
+	VMOVDQU32        64(DI), Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y1
 	VPSRLW           $0x04, Y2, Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y2
@@ -6253,9 +5924,9 @@ gemmFQ5_1_1_g_blocks:
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y1
 	VMOVDQA64        Y0, Y3
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST    (BX), Y1, Y23
-	VPDPBUSD.BCST    16(BX), Y2, Y23
-	VMOVDQU32        96(SI), Y2
+	VPDPBUSD.BCST    (SI), Y1, Y23
+	VPDPBUSD.BCST    16(SI), Y2, Y23
+	VMOVDQU32        96(DI), Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y1
 	VPSRLW           $0x04, Y2, Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y2
@@ -6263,9 +5934,9 @@ gemmFQ5_1_1_g_blocks:
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD           $0x01, Y0, Y3
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST    4(BX), Y1, Y23
-	VPDPBUSD.BCST    20(BX), Y2, Y23
-	VMOVDQU32        128(SI), Y2
+	VPDPBUSD.BCST    4(SI), Y1, Y23
+	VPDPBUSD.BCST    20(SI), Y2, Y23
+	VMOVDQU32        128(DI), Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y1
 	VPSRLW           $0x04, Y2, Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y2
@@ -6273,9 +5944,9 @@ gemmFQ5_1_1_g_blocks:
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD           $0x02, Y0, Y3
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y2
-	VPDPBUSD.BCST    8(BX), Y1, Y23
-	VPDPBUSD.BCST    24(BX), Y2, Y23
-	VMOVDQU32        160(SI), Y2
+	VPDPBUSD.BCST    8(SI), Y1, Y23
+	VPDPBUSD.BCST    24(SI), Y2, Y23
+	VMOVDQU32        160(DI), Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y1
 	VPSRLW           $0x04, Y2, Y2
 	VPANDD.BCST      nib0F<>+0(SB), Y2, Y2
@@ -6283,26 +5954,27 @@ gemmFQ5_1_1_g_blocks:
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y3, Y1
 	VPSRLD           $0x03, Y0, Y0
 	VPTERNLOGD.BCST  $0xf8, byte10<>+0(SB), Y0, Y2
-	VPDPBUSD.BCST    12(BX), Y1, Y23
-	VPDPBUSD.BCST    28(BX), Y2, Y23
-	VCVTPH2PS        (SI), Y0
-	VCVTPH2PS        16(SI), Y1
+	VPDPBUSD.BCST    12(SI), Y1, Y23
+	VPDPBUSD.BCST    28(SI), Y2, Y23
+	VCVTPH2PS        (DI), Y0
+	VCVTPH2PS        16(DI), Y1
 	VCVTDQ2PS        Y23, Y23
-	VMULPS.BCST      36(BX), Y0, Y0
+	VMULPS.BCST      36(SI), Y0, Y0
 	VFMADD231PS      Y23, Y0, Y31
-	VFMADD231PS.BCST 32(BX), Y1, Y31
-	ADDQ             $0x000000c0, SI
-	ADDQ             $0x00000028, BX
-	DECQ             DI
+	VFMADD231PS.BCST 32(SI), Y1, Y31
+	ADDQ             $0x000000c0, DI
+	ADDQ             $0x00000028, SI
+	DECQ             R8
 	JNZ              gemmFQ5_1_1_g_blocks
-	MOVQ             dst+48(FP), BX
-	MOVQ             dstStride+56(FP), SI
-	IMUL3Q           $0x00000004, SI, SI
-	LEAQ             (SI)(SI*2), SI
-	LEAQ             (BX)(AX*4), BX
-	VMOVUPS          Y31, (BX)
+	MOVQ             dst+48(FP), SI
+	MOVQ             dstStride+56(FP), DI
+	IMUL3Q           $0x00000004, DI, DI
+	LEAQ             (DI)(DI*2), DI
+	LEAQ             (SI)(AX*4), SI
+	VMOVUPS          Y31, (SI)
 	ADDQ             DX, CX
 	ADDQ             $0x08, AX
+	JMP              gemmFQ5_1_1_tail
 
 gemmFQ5_1_1_done:
 	VZEROUPPER
@@ -8427,147 +8099,66 @@ gemmFQ5_1_8_done:
 	RET
 
 // func gemmFQ8_0_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI, F16C, FMA3
 TEXT ·gemmFQ8_0_1(SB), NOSPLIT, $0-64
 	XORQ AX, AX
 	MOVQ w+0(FP), CX
 	MOVQ groupBytes+8(FP), DX
 	MOVQ rows+16(FP), BX
 
-gemmFQ8_0_1_pairs:
-	LEAQ   16(AX), SI
-	CMPQ   SI, BX
-	JG     gemmFQ8_0_1_tail
-	VPXORD Z31, Z31, Z31
+gemmFQ8_0_1_tail:
+	CMPQ   AX, BX
+	JGE    gemmFQ8_0_1_done
+	VPXORD Y31, Y31, Y31
 	MOVQ   act+24(FP), SI
 	MOVQ   actStride+32(FP), DI
 	LEAQ   (DI)(DI*2), DI
 	MOVQ   CX, DI
 	MOVQ   nb+40(FP), R8
 
-gemmFQ8_0_1_p_blocks:
-	PREFETCHT1    4096(DI)
-	PREFETCHT1    4096(DI)(DX*1)
-	PREFETCHT1    4160(DI)
-	PREFETCHT1    4160(DI)(DX*1)
-	PREFETCHT1    4224(DI)
-	PREFETCHT1    4224(DI)(DX*1)
-	PREFETCHT1    4288(DI)
-	PREFETCHT1    4288(DI)(DX*1)
-	PREFETCHT1    4352(DI)
-	PREFETCHT1    4352(DI)(DX*1)
-	VPBROADCASTD  32(SI), Z23
+gemmFQ8_0_1_g_blocks:
+	VPBROADCASTD  32(SI), Y23
 	VMOVDQU32     16(DI), Y0
-	VINSERTI64X4  $0x01, 16(DI)(DX*1), Z0, Z0
-	VPXORD.BCST   byte80<>+0(SB), Z0, Z0
-	VPDPBUSD.BCST (SI), Z0, Z23
-	VMOVDQU32     48(DI), Y1
-	VINSERTI64X4  $0x01, 48(DI)(DX*1), Z1, Z1
-	VPXORD.BCST   byte80<>+0(SB), Z1, Z1
-	VPDPBUSD.BCST 4(SI), Z1, Z23
-	VMOVDQU32     80(DI), Y2
-	VINSERTI64X4  $0x01, 80(DI)(DX*1), Z2, Z2
-	VPXORD.BCST   byte80<>+0(SB), Z2, Z2
-	VPDPBUSD.BCST 8(SI), Z2, Z23
-	VMOVDQU32     112(DI), Y3
-	VINSERTI64X4  $0x01, 112(DI)(DX*1), Z3, Z3
-	VPXORD.BCST   byte80<>+0(SB), Z3, Z3
-	VPDPBUSD.BCST 12(SI), Z3, Z23
-	VMOVDQU32     144(DI), Y4
-	VINSERTI64X4  $0x01, 144(DI)(DX*1), Z4, Z4
-	VPXORD.BCST   byte80<>+0(SB), Z4, Z4
-	VPDPBUSD.BCST 16(SI), Z4, Z23
-	VMOVDQU32     176(DI), Y5
-	VINSERTI64X4  $0x01, 176(DI)(DX*1), Z5, Z5
-	VPXORD.BCST   byte80<>+0(SB), Z5, Z5
-	VPDPBUSD.BCST 20(SI), Z5, Z23
-	VMOVDQU32     208(DI), Y6
-	VINSERTI64X4  $0x01, 208(DI)(DX*1), Z6, Z6
-	VPXORD.BCST   byte80<>+0(SB), Z6, Z6
-	VPDPBUSD.BCST 24(SI), Z6, Z23
-	VMOVDQU32     240(DI), Y7
-	VINSERTI64X4  $0x01, 240(DI)(DX*1), Z7, Z7
-	VPXORD.BCST   byte80<>+0(SB), Z7, Z7
-	VPDPBUSD.BCST 28(SI), Z7, Z23
-	VMOVDQU       (DI), X9
-	VINSERTI128   $0x01, (DI)(DX*1), Y9, Y9
-	VCVTPH2PS     Y9, Z8
-	VCVTDQ2PS     Z23, Z23
-	VMULPS.BCST   36(SI), Z8, Z8
-	VFMADD231PS   Z23, Z8, Z31
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST (SI), Y0, Y23
+	VMOVDQU32     48(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 4(SI), Y0, Y23
+	VMOVDQU32     80(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 8(SI), Y0, Y23
+	VMOVDQU32     112(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 12(SI), Y0, Y23
+	VMOVDQU32     144(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 16(SI), Y0, Y23
+	VMOVDQU32     176(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 20(SI), Y0, Y23
+	VMOVDQU32     208(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 24(SI), Y0, Y23
+	VMOVDQU32     240(DI), Y0
+	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
+	VPDPBUSD.BCST 28(SI), Y0, Y23
+	VCVTPH2PS     (DI), Y0
+	VCVTDQ2PS     Y23, Y23
+	VMULPS.BCST   36(SI), Y0, Y0
+	VFMADD231PS   Y23, Y0, Y31
 	ADDQ          $0x00000110, DI
 	ADDQ          $0x00000028, SI
 	DECQ          R8
-	JNZ           gemmFQ8_0_1_p_blocks
+	JNZ           gemmFQ8_0_1_g_blocks
 	MOVQ          dst+48(FP), SI
 	MOVQ          dstStride+56(FP), DI
 	IMUL3Q        $0x00000004, DI, DI
 	LEAQ          (DI)(DI*2), DI
 	LEAQ          (SI)(AX*4), SI
-	VMOVUPS       Z31, (SI)
+	VMOVUPS       Y31, (SI)
 	ADDQ          DX, CX
 	ADDQ          $0x08, AX
-	ADDQ          DX, CX
-	ADDQ          $0x08, AX
-	JMP           gemmFQ8_0_1_pairs
-
-gemmFQ8_0_1_tail:
-	CMPQ   AX, BX
-	JGE    gemmFQ8_0_1_done
-	VPXORD Y31, Y31, Y31
-	MOVQ   act+24(FP), BX
-	MOVQ   actStride+32(FP), SI
-	LEAQ   (SI)(SI*2), SI
-	MOVQ   CX, SI
-	MOVQ   nb+40(FP), DI
-
-gemmFQ8_0_1_g_blocks:
-	PREFETCHT1    4096(SI)
-	PREFETCHT1    4160(SI)
-	PREFETCHT1    4224(SI)
-	PREFETCHT1    4288(SI)
-	PREFETCHT1    4352(SI)
-	VPBROADCASTD  32(BX), Y23
-	VMOVDQU32     16(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST (BX), Y0, Y23
-	VMOVDQU32     48(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 4(BX), Y0, Y23
-	VMOVDQU32     80(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 8(BX), Y0, Y23
-	VMOVDQU32     112(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 12(BX), Y0, Y23
-	VMOVDQU32     144(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 16(BX), Y0, Y23
-	VMOVDQU32     176(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 20(BX), Y0, Y23
-	VMOVDQU32     208(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 24(BX), Y0, Y23
-	VMOVDQU32     240(SI), Y0
-	VPXORD.BCST   byte80<>+0(SB), Y0, Y0
-	VPDPBUSD.BCST 28(BX), Y0, Y23
-	VCVTPH2PS     (SI), Y0
-	VCVTDQ2PS     Y23, Y23
-	VMULPS.BCST   36(BX), Y0, Y0
-	VFMADD231PS   Y23, Y0, Y31
-	ADDQ          $0x00000110, SI
-	ADDQ          $0x00000028, BX
-	DECQ          DI
-	JNZ           gemmFQ8_0_1_g_blocks
-	MOVQ          dst+48(FP), BX
-	MOVQ          dstStride+56(FP), SI
-	IMUL3Q        $0x00000004, SI, SI
-	LEAQ          (SI)(SI*2), SI
-	LEAQ          (BX)(AX*4), BX
-	VMOVUPS       Y31, (BX)
-	ADDQ          DX, CX
-	ADDQ          $0x08, AX
+	JMP           gemmFQ8_0_1_tail
 
 gemmFQ8_0_1_done:
 	VZEROUPPER

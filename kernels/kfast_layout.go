@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 )
 
 // Interleaved layouts of the K-quants for the fast kernels (_asm/kfast.go).
@@ -33,10 +34,14 @@ import (
 //	Q6_K (3360 = 16·210 bytes)
 //	0    d    [16]f16
 //	32   sc   [16][16]i8       group g, row r
-//	288  ql   [2][2][8]quad    half h, j, quad k: ql[64h+32j+4k..+3]; low
-//	                           nibbles elements 128h+32j+4k+i, high +64
-//	2336 qh   [2][8]quad       half h, quad k: qh[32h+4k..+3]; bits 2j, 2j+1
-//	                           are the top bits of element 128h+32j+4k+i
+//	288  [2]{                  half h, at 288+1536h:
+//	       [8]{qh, ql}quad       quad k: qh (h, k), then ql (h, 0, k)
+//	       ql [8]quad            ql (h, 1, k)
+//	     }
+//	                           ql quad (h, j, k) is ql[64h+32j+4k..+3]: low
+//	                           nibbles elements 128h+32j+4k+i, high +64;
+//	                           qh quad (h, k) is qh[32h+4k..+3]: bits 2j,
+//	                           2j+1 are the top bits of element 128h+32j+4k+i
 //	Q2_K (1344 = 16·84 bytes)
 //	0    d    [16]f16
 //	32   dmin [16]f16
@@ -50,6 +55,13 @@ import (
 //	288  hm   [8]quad          hmask[4k..+3]: bit 4h+j is the high bit of
 //	                           element 128h+32j+4k+i
 //	800  qs   [2][8]quad       as Q2_K
+//
+// Q6_K's quads are in the order the kernels read them (every qh quad
+// beside the first ql quad it completes), so that a group's bytes are
+// read front to back and the hardware prefetcher streams them, with no
+// software prefetching (on Zen 4, one-token Q6_K matmuls went from 43–50%
+// to 72–84% of the read bandwidth; docs/benchmarks.md). The other layouts
+// are read in order as they are (Q5_K's kernels load the qh quads first).
 const kfRows = 16
 
 // Group-block sizes of the K-quant layouts.
@@ -113,8 +125,14 @@ func interleaveQ6K(dst []byte, src [][]byte) {
 			dst[32+16*g+r] = blk[192+g]
 		}
 	}
-	putQuads(dst[288:], src, 0, 32)
-	putQuads(dst[2336:], src, 128, 16)
+	for h := range 2 {
+		half := dst[288+1536*h:]
+		for k := range 8 {
+			putQuads(half[128*k:], src, 128+32*h+4*k, 1)    // qh (h, k)
+			putQuads(half[128*k+64:], src, 64*h+4*k, 1)     // ql (h, 0, k)
+			putQuads(half[1024+64*k:], src, 64*h+32+4*k, 1) // ql (h, 1, k)
+		}
+	}
 }
 
 func interleaveQ2K(dst []byte, src [][]byte) {
@@ -157,20 +175,23 @@ const kfRec = 448
 
 // writeRecordsKFast writes the records of one Q8_K row.
 func writeRecordsKFast(rec []byte, row *actRow) {
+	// Fixed-size views and one copy of the quants: a loop of byte stores
+	// with bounds checks took twice the Q8_K quantizer's time, and for one
+	// token the caller converts alone while the other workers wait.
 	le := binary.LittleEndian
 	for b := range len(row.d) {
-		r := rec[b*kfRec : (b+1)*kfRec]
-		for i, v := range row.qs[b*256 : (b+1)*256] {
-			r[i] = byte(v)
-		}
-		bs := row.bsums[b*16 : (b+1)*16]
+		r := (*[kfRec]byte)(rec[b*kfRec:])
+		copy(r[:256], unsafe.Slice((*byte)(unsafe.Pointer(&row.qs[b*256])), 256))
+		bs := (*[16]int16)(row.bsums[b*16:])
+		n32, n4, b16 := (*[64]byte)(r[256:]), (*[64]byte)(r[320:]), (*[32]byte)(r[384:])
 		for g, v := range bs {
-			le.PutUint32(r[256+4*g:], uint32(-32*int32(v)))
-			le.PutUint32(r[320+4*g:], uint32(-4*int32(v)))
-			le.PutUint16(r[384+2*g:], uint16(v))
+			le.PutUint32(n32[4*g:], uint32(-32*int32(v)))
+			le.PutUint32(n4[4*g:], uint32(-4*int32(v)))
+			le.PutUint16(b16[2*g:], uint16(v))
 		}
+		q8s := (*[16]byte)(r[416:])
 		for j := range 8 {
-			le.PutUint16(r[416+2*j:], uint16(bs[2*j]+bs[2*j+1]))
+			le.PutUint16(q8s[2*j:], uint16(bs[2*j]+bs[2*j+1]))
 		}
 		le.PutUint32(r[432:], math.Float32bits(row.d[b]))
 		clear(r[436:])

@@ -5200,16 +5200,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    32(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y4
 	VPBLENDW     $0xaa, Y4, Y3, Y3
-	VMOVDQU      288(SI)(DX*4), Y4
-	VMOVDQU      2336(SI)(DX*4), Y5
+	VMOVDQU      352(SI)(DX*4), Y4
+	VMOVDQU      288(SI)(DX*4), Y5
 	VPSLLW       $0x04, Y5, Y5
 	VPAND        Y1, Y4, Y4
 	VPAND        Y2, Y5, Y5
 	VPOR         Y5, Y4, Y4
 	VPBROADCASTD (BX), Y5
 	VPMADDUBSW   Y5, Y4, Y4
-	VMOVDQU      352(SI)(DX*4), Y5
-	VMOVDQU      2400(SI)(DX*4), Y6
+	VMOVDQU      480(SI)(DX*4), Y5
+	VMOVDQU      416(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
@@ -5218,16 +5218,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMADDUBSW   Y6, Y5, Y6
 	VPADDW       Y6, Y4, Y4
 	VPMADDWD     Y3, Y4, Y4
-	VMOVDQU      416(SI)(DX*4), Y5
-	VMOVDQU      2464(SI)(DX*4), Y6
+	VMOVDQU      608(SI)(DX*4), Y5
+	VMOVDQU      544(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 8(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      480(SI)(DX*4), Y6
-	VMOVDQU      2528(SI)(DX*4), Y7
+	VMOVDQU      736(SI)(DX*4), Y6
+	VMOVDQU      672(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5240,8 +5240,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    96(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      288(SI)(DX*4), Y5
-	VMOVDQU      2336(SI)(DX*4), Y6
+	VMOVDQU      352(SI)(DX*4), Y5
+	VMOVDQU      288(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5249,8 +5249,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 64(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      352(SI)(DX*4), Y6
-	VMOVDQU      2400(SI)(DX*4), Y7
+	VMOVDQU      480(SI)(DX*4), Y6
+	VMOVDQU      416(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5261,8 +5261,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      416(SI)(DX*4), Y5
-	VMOVDQU      2464(SI)(DX*4), Y6
+	VMOVDQU      608(SI)(DX*4), Y5
+	VMOVDQU      544(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5270,8 +5270,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 72(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      480(SI)(DX*4), Y6
-	VMOVDQU      2528(SI)(DX*4), Y7
+	VMOVDQU      736(SI)(DX*4), Y6
+	VMOVDQU      672(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5285,16 +5285,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    48(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      544(SI)(DX*4), Y5
-	VMOVDQU      2592(SI)(DX*4), Y6
+	VMOVDQU      864(SI)(DX*4), Y5
+	VMOVDQU      800(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 16(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      608(SI)(DX*4), Y6
-	VMOVDQU      2656(SI)(DX*4), Y7
+	VMOVDQU      992(SI)(DX*4), Y6
+	VMOVDQU      928(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5304,16 +5304,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      672(SI)(DX*4), Y5
-	VMOVDQU      2720(SI)(DX*4), Y6
+	VMOVDQU      1120(SI)(DX*4), Y5
+	VMOVDQU      1056(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 24(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      736(SI)(DX*4), Y6
-	VMOVDQU      2784(SI)(DX*4), Y7
+	VMOVDQU      1248(SI)(DX*4), Y6
+	VMOVDQU      1184(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5326,8 +5326,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    112(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      544(SI)(DX*4), Y5
-	VMOVDQU      2592(SI)(DX*4), Y6
+	VMOVDQU      864(SI)(DX*4), Y5
+	VMOVDQU      800(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5335,8 +5335,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 80(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      608(SI)(DX*4), Y6
-	VMOVDQU      2656(SI)(DX*4), Y7
+	VMOVDQU      992(SI)(DX*4), Y6
+	VMOVDQU      928(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5347,8 +5347,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      672(SI)(DX*4), Y5
-	VMOVDQU      2720(SI)(DX*4), Y6
+	VMOVDQU      1120(SI)(DX*4), Y5
+	VMOVDQU      1056(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5356,8 +5356,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 88(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      736(SI)(DX*4), Y6
-	VMOVDQU      2784(SI)(DX*4), Y7
+	VMOVDQU      1248(SI)(DX*4), Y6
+	VMOVDQU      1184(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5371,16 +5371,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    64(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      800(SI)(DX*4), Y5
-	VMOVDQU      2336(SI)(DX*4), Y6
+	VMOVDQU      1312(SI)(DX*4), Y5
+	VMOVDQU      288(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 32(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      864(SI)(DX*4), Y6
-	VMOVDQU      2400(SI)(DX*4), Y7
+	VMOVDQU      1376(SI)(DX*4), Y6
+	VMOVDQU      416(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5390,16 +5390,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      928(SI)(DX*4), Y5
-	VMOVDQU      2464(SI)(DX*4), Y6
+	VMOVDQU      1440(SI)(DX*4), Y5
+	VMOVDQU      544(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 40(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      992(SI)(DX*4), Y6
-	VMOVDQU      2528(SI)(DX*4), Y7
+	VMOVDQU      1504(SI)(DX*4), Y6
+	VMOVDQU      672(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5412,8 +5412,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    128(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      800(SI)(DX*4), Y5
-	VMOVDQU      2336(SI)(DX*4), Y6
+	VMOVDQU      1312(SI)(DX*4), Y5
+	VMOVDQU      288(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5421,8 +5421,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 96(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      864(SI)(DX*4), Y6
-	VMOVDQU      2400(SI)(DX*4), Y7
+	VMOVDQU      1376(SI)(DX*4), Y6
+	VMOVDQU      416(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5433,8 +5433,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      928(SI)(DX*4), Y5
-	VMOVDQU      2464(SI)(DX*4), Y6
+	VMOVDQU      1440(SI)(DX*4), Y5
+	VMOVDQU      544(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5442,8 +5442,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 104(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      992(SI)(DX*4), Y6
-	VMOVDQU      2528(SI)(DX*4), Y7
+	VMOVDQU      1504(SI)(DX*4), Y6
+	VMOVDQU      672(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5457,16 +5457,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    80(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1056(SI)(DX*4), Y5
-	VMOVDQU      2592(SI)(DX*4), Y6
+	VMOVDQU      1568(SI)(DX*4), Y5
+	VMOVDQU      800(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 48(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1120(SI)(DX*4), Y6
-	VMOVDQU      2656(SI)(DX*4), Y7
+	VMOVDQU      1632(SI)(DX*4), Y6
+	VMOVDQU      928(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5476,16 +5476,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1184(SI)(DX*4), Y5
-	VMOVDQU      2720(SI)(DX*4), Y6
+	VMOVDQU      1696(SI)(DX*4), Y5
+	VMOVDQU      1056(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 56(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1248(SI)(DX*4), Y6
-	VMOVDQU      2784(SI)(DX*4), Y7
+	VMOVDQU      1760(SI)(DX*4), Y6
+	VMOVDQU      1184(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5498,8 +5498,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    144(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1056(SI)(DX*4), Y5
-	VMOVDQU      2592(SI)(DX*4), Y6
+	VMOVDQU      1568(SI)(DX*4), Y5
+	VMOVDQU      800(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5507,8 +5507,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 112(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1120(SI)(DX*4), Y6
-	VMOVDQU      2656(SI)(DX*4), Y7
+	VMOVDQU      1632(SI)(DX*4), Y6
+	VMOVDQU      928(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5519,8 +5519,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1184(SI)(DX*4), Y5
-	VMOVDQU      2720(SI)(DX*4), Y6
+	VMOVDQU      1696(SI)(DX*4), Y5
+	VMOVDQU      1056(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5528,8 +5528,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 120(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1248(SI)(DX*4), Y6
-	VMOVDQU      2784(SI)(DX*4), Y7
+	VMOVDQU      1760(SI)(DX*4), Y6
+	VMOVDQU      1184(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5543,16 +5543,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    160(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1312(SI)(DX*4), Y5
-	VMOVDQU      2848(SI)(DX*4), Y6
+	VMOVDQU      1888(SI)(DX*4), Y5
+	VMOVDQU      1824(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 128(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1376(SI)(DX*4), Y6
-	VMOVDQU      2912(SI)(DX*4), Y7
+	VMOVDQU      2016(SI)(DX*4), Y6
+	VMOVDQU      1952(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5562,16 +5562,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1440(SI)(DX*4), Y5
-	VMOVDQU      2976(SI)(DX*4), Y6
+	VMOVDQU      2144(SI)(DX*4), Y5
+	VMOVDQU      2080(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 136(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1504(SI)(DX*4), Y6
-	VMOVDQU      3040(SI)(DX*4), Y7
+	VMOVDQU      2272(SI)(DX*4), Y6
+	VMOVDQU      2208(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5584,8 +5584,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    224(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1312(SI)(DX*4), Y5
-	VMOVDQU      2848(SI)(DX*4), Y6
+	VMOVDQU      1888(SI)(DX*4), Y5
+	VMOVDQU      1824(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5593,8 +5593,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 192(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1376(SI)(DX*4), Y6
-	VMOVDQU      2912(SI)(DX*4), Y7
+	VMOVDQU      2016(SI)(DX*4), Y6
+	VMOVDQU      1952(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5605,8 +5605,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1440(SI)(DX*4), Y5
-	VMOVDQU      2976(SI)(DX*4), Y6
+	VMOVDQU      2144(SI)(DX*4), Y5
+	VMOVDQU      2080(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5614,8 +5614,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 200(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1504(SI)(DX*4), Y6
-	VMOVDQU      3040(SI)(DX*4), Y7
+	VMOVDQU      2272(SI)(DX*4), Y6
+	VMOVDQU      2208(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5629,16 +5629,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    176(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1568(SI)(DX*4), Y5
-	VMOVDQU      3104(SI)(DX*4), Y6
+	VMOVDQU      2400(SI)(DX*4), Y5
+	VMOVDQU      2336(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 144(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1632(SI)(DX*4), Y6
-	VMOVDQU      3168(SI)(DX*4), Y7
+	VMOVDQU      2528(SI)(DX*4), Y6
+	VMOVDQU      2464(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5648,16 +5648,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1696(SI)(DX*4), Y5
-	VMOVDQU      3232(SI)(DX*4), Y6
+	VMOVDQU      2656(SI)(DX*4), Y5
+	VMOVDQU      2592(SI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 152(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1760(SI)(DX*4), Y6
-	VMOVDQU      3296(SI)(DX*4), Y7
+	VMOVDQU      2784(SI)(DX*4), Y6
+	VMOVDQU      2720(SI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5670,8 +5670,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    240(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1568(SI)(DX*4), Y5
-	VMOVDQU      3104(SI)(DX*4), Y6
+	VMOVDQU      2400(SI)(DX*4), Y5
+	VMOVDQU      2336(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5679,8 +5679,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 208(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1632(SI)(DX*4), Y6
-	VMOVDQU      3168(SI)(DX*4), Y7
+	VMOVDQU      2528(SI)(DX*4), Y6
+	VMOVDQU      2464(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5691,8 +5691,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1696(SI)(DX*4), Y5
-	VMOVDQU      3232(SI)(DX*4), Y6
+	VMOVDQU      2656(SI)(DX*4), Y5
+	VMOVDQU      2592(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VMOVDQA      Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5700,8 +5700,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 216(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1760(SI)(DX*4), Y6
-	VMOVDQU      3296(SI)(DX*4), Y7
+	VMOVDQU      2784(SI)(DX*4), Y6
+	VMOVDQU      2720(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VMOVDQA      Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5715,16 +5715,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    192(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1824(SI)(DX*4), Y5
-	VMOVDQU      2848(SI)(DX*4), Y6
+	VMOVDQU      2848(SI)(DX*4), Y5
+	VMOVDQU      1824(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 160(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1888(SI)(DX*4), Y6
-	VMOVDQU      2912(SI)(DX*4), Y7
+	VMOVDQU      2912(SI)(DX*4), Y6
+	VMOVDQU      1952(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5734,16 +5734,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1952(SI)(DX*4), Y5
-	VMOVDQU      2976(SI)(DX*4), Y6
+	VMOVDQU      2976(SI)(DX*4), Y5
+	VMOVDQU      2080(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 168(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2016(SI)(DX*4), Y6
-	VMOVDQU      3040(SI)(DX*4), Y7
+	VMOVDQU      3040(SI)(DX*4), Y6
+	VMOVDQU      2208(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5756,8 +5756,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    256(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      1824(SI)(DX*4), Y5
-	VMOVDQU      2848(SI)(DX*4), Y6
+	VMOVDQU      2848(SI)(DX*4), Y5
+	VMOVDQU      1824(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5765,8 +5765,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 224(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      1888(SI)(DX*4), Y6
-	VMOVDQU      2912(SI)(DX*4), Y7
+	VMOVDQU      2912(SI)(DX*4), Y6
+	VMOVDQU      1952(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5777,8 +5777,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      1952(SI)(DX*4), Y5
-	VMOVDQU      2976(SI)(DX*4), Y6
+	VMOVDQU      2976(SI)(DX*4), Y5
+	VMOVDQU      2080(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5786,8 +5786,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 232(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2016(SI)(DX*4), Y6
-	VMOVDQU      3040(SI)(DX*4), Y7
+	VMOVDQU      3040(SI)(DX*4), Y6
+	VMOVDQU      2208(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5801,16 +5801,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    208(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      2080(SI)(DX*4), Y5
-	VMOVDQU      3104(SI)(DX*4), Y6
+	VMOVDQU      3104(SI)(DX*4), Y5
+	VMOVDQU      2336(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 176(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2144(SI)(DX*4), Y6
-	VMOVDQU      3168(SI)(DX*4), Y7
+	VMOVDQU      3168(SI)(DX*4), Y6
+	VMOVDQU      2464(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5820,16 +5820,16 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      2208(SI)(DX*4), Y5
-	VMOVDQU      3232(SI)(DX*4), Y6
+	VMOVDQU      3232(SI)(DX*4), Y5
+	VMOVDQU      2592(SI)(DX*4), Y6
 	VPSLLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
 	VPAND        Y2, Y6, Y6
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 184(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2272(SI)(DX*4), Y6
-	VMOVDQU      3296(SI)(DX*4), Y7
+	VMOVDQU      3296(SI)(DX*4), Y6
+	VMOVDQU      2720(SI)(DX*4), Y7
 	VPSLLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
 	VPAND        Y2, Y7, Y7
@@ -5842,8 +5842,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPMOVSXBD    272(SI)(DX*1), Y3
 	VPSLLD       $0x10, Y3, Y5
 	VPBLENDW     $0xaa, Y5, Y3, Y3
-	VMOVDQU      2080(SI)(DX*4), Y5
-	VMOVDQU      3104(SI)(DX*4), Y6
+	VMOVDQU      3104(SI)(DX*4), Y5
+	VMOVDQU      2336(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5851,8 +5851,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 240(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2144(SI)(DX*4), Y6
-	VMOVDQU      3168(SI)(DX*4), Y7
+	VMOVDQU      3168(SI)(DX*4), Y6
+	VMOVDQU      2464(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -5863,8 +5863,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPADDW       Y7, Y5, Y5
 	VPMADDWD     Y3, Y5, Y5
 	VPADDD       Y5, Y4, Y4
-	VMOVDQU      2208(SI)(DX*4), Y5
-	VMOVDQU      3232(SI)(DX*4), Y6
+	VMOVDQU      3232(SI)(DX*4), Y5
+	VMOVDQU      2592(SI)(DX*4), Y6
 	VPSRLW       $0x04, Y5, Y5
 	VPSRLW       $0x02, Y6, Y6
 	VPAND        Y1, Y5, Y5
@@ -5872,8 +5872,8 @@ kfastQ6_K_avx2_1_blocks:
 	VPOR         Y6, Y5, Y5
 	VPBROADCASTD 248(BX), Y6
 	VPMADDUBSW   Y6, Y5, Y5
-	VMOVDQU      2272(SI)(DX*4), Y6
-	VMOVDQU      3296(SI)(DX*4), Y7
+	VMOVDQU      3296(SI)(DX*4), Y6
+	VMOVDQU      2720(SI)(DX*4), Y7
 	VPSRLW       $0x04, Y6, Y6
 	VPSRLW       $0x02, Y7, Y7
 	VPAND        Y1, Y6, Y6
@@ -6021,8 +6021,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    32(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y5
 	VPBLENDW     $0xaa, Y5, Y4, Y4
-	VMOVDQU      288(DI)(DX*4), Y5
-	VMOVDQU      2336(DI)(DX*4), Y6
+	VMOVDQU      352(DI)(DX*4), Y5
+	VMOVDQU      288(DI)(DX*4), Y6
 	VPSLLW       $0x04, Y6, Y6
 	VPAND        Y2, Y5, Y5
 	VPAND        Y3, Y6, Y6
@@ -6031,8 +6031,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y6, Y5, Y6
 	VPBROADCASTD (BX)(SI*1), Y7
 	VPMADDUBSW   Y7, Y5, Y5
-	VMOVDQU      352(DI)(DX*4), Y7
-	VMOVDQU      2400(DI)(DX*4), Y8
+	VMOVDQU      480(DI)(DX*4), Y7
+	VMOVDQU      416(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6045,8 +6045,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDW       Y8, Y5, Y5
 	VPMADDWD     Y4, Y6, Y6
 	VPMADDWD     Y4, Y5, Y5
-	VMOVDQU      416(DI)(DX*4), Y7
-	VMOVDQU      2464(DI)(DX*4), Y8
+	VMOVDQU      608(DI)(DX*4), Y7
+	VMOVDQU      544(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6055,8 +6055,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 8(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      480(DI)(DX*4), Y9
-	VMOVDQU      2528(DI)(DX*4), Y10
+	VMOVDQU      736(DI)(DX*4), Y9
+	VMOVDQU      672(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6074,8 +6074,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    96(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      288(DI)(DX*4), Y7
-	VMOVDQU      2336(DI)(DX*4), Y8
+	VMOVDQU      352(DI)(DX*4), Y7
+	VMOVDQU      288(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6085,8 +6085,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 64(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      352(DI)(DX*4), Y9
-	VMOVDQU      2400(DI)(DX*4), Y10
+	VMOVDQU      480(DI)(DX*4), Y9
+	VMOVDQU      416(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6102,8 +6102,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      416(DI)(DX*4), Y7
-	VMOVDQU      2464(DI)(DX*4), Y8
+	VMOVDQU      608(DI)(DX*4), Y7
+	VMOVDQU      544(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6113,8 +6113,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 72(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      480(DI)(DX*4), Y9
-	VMOVDQU      2528(DI)(DX*4), Y10
+	VMOVDQU      736(DI)(DX*4), Y9
+	VMOVDQU      672(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6133,8 +6133,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    48(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      544(DI)(DX*4), Y7
-	VMOVDQU      2592(DI)(DX*4), Y8
+	VMOVDQU      864(DI)(DX*4), Y7
+	VMOVDQU      800(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6143,8 +6143,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 16(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      608(DI)(DX*4), Y9
-	VMOVDQU      2656(DI)(DX*4), Y10
+	VMOVDQU      992(DI)(DX*4), Y9
+	VMOVDQU      928(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6159,8 +6159,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      672(DI)(DX*4), Y7
-	VMOVDQU      2720(DI)(DX*4), Y8
+	VMOVDQU      1120(DI)(DX*4), Y7
+	VMOVDQU      1056(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6169,8 +6169,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 24(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      736(DI)(DX*4), Y9
-	VMOVDQU      2784(DI)(DX*4), Y10
+	VMOVDQU      1248(DI)(DX*4), Y9
+	VMOVDQU      1184(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6188,8 +6188,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    112(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      544(DI)(DX*4), Y7
-	VMOVDQU      2592(DI)(DX*4), Y8
+	VMOVDQU      864(DI)(DX*4), Y7
+	VMOVDQU      800(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6199,8 +6199,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 80(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      608(DI)(DX*4), Y9
-	VMOVDQU      2656(DI)(DX*4), Y10
+	VMOVDQU      992(DI)(DX*4), Y9
+	VMOVDQU      928(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6216,8 +6216,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      672(DI)(DX*4), Y7
-	VMOVDQU      2720(DI)(DX*4), Y8
+	VMOVDQU      1120(DI)(DX*4), Y7
+	VMOVDQU      1056(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6227,8 +6227,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 88(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      736(DI)(DX*4), Y9
-	VMOVDQU      2784(DI)(DX*4), Y10
+	VMOVDQU      1248(DI)(DX*4), Y9
+	VMOVDQU      1184(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6247,8 +6247,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    64(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      800(DI)(DX*4), Y7
-	VMOVDQU      2336(DI)(DX*4), Y8
+	VMOVDQU      1312(DI)(DX*4), Y7
+	VMOVDQU      288(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6257,8 +6257,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 32(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      864(DI)(DX*4), Y9
-	VMOVDQU      2400(DI)(DX*4), Y10
+	VMOVDQU      1376(DI)(DX*4), Y9
+	VMOVDQU      416(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6273,8 +6273,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      928(DI)(DX*4), Y7
-	VMOVDQU      2464(DI)(DX*4), Y8
+	VMOVDQU      1440(DI)(DX*4), Y7
+	VMOVDQU      544(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6283,8 +6283,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 40(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      992(DI)(DX*4), Y9
-	VMOVDQU      2528(DI)(DX*4), Y10
+	VMOVDQU      1504(DI)(DX*4), Y9
+	VMOVDQU      672(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6302,8 +6302,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    128(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      800(DI)(DX*4), Y7
-	VMOVDQU      2336(DI)(DX*4), Y8
+	VMOVDQU      1312(DI)(DX*4), Y7
+	VMOVDQU      288(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6313,8 +6313,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 96(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      864(DI)(DX*4), Y9
-	VMOVDQU      2400(DI)(DX*4), Y10
+	VMOVDQU      1376(DI)(DX*4), Y9
+	VMOVDQU      416(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6330,8 +6330,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      928(DI)(DX*4), Y7
-	VMOVDQU      2464(DI)(DX*4), Y8
+	VMOVDQU      1440(DI)(DX*4), Y7
+	VMOVDQU      544(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6341,8 +6341,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 104(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      992(DI)(DX*4), Y9
-	VMOVDQU      2528(DI)(DX*4), Y10
+	VMOVDQU      1504(DI)(DX*4), Y9
+	VMOVDQU      672(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6361,8 +6361,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    80(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1056(DI)(DX*4), Y7
-	VMOVDQU      2592(DI)(DX*4), Y8
+	VMOVDQU      1568(DI)(DX*4), Y7
+	VMOVDQU      800(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6371,8 +6371,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 48(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1120(DI)(DX*4), Y9
-	VMOVDQU      2656(DI)(DX*4), Y10
+	VMOVDQU      1632(DI)(DX*4), Y9
+	VMOVDQU      928(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6387,8 +6387,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1184(DI)(DX*4), Y7
-	VMOVDQU      2720(DI)(DX*4), Y8
+	VMOVDQU      1696(DI)(DX*4), Y7
+	VMOVDQU      1056(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6397,8 +6397,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 56(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1248(DI)(DX*4), Y9
-	VMOVDQU      2784(DI)(DX*4), Y10
+	VMOVDQU      1760(DI)(DX*4), Y9
+	VMOVDQU      1184(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6416,8 +6416,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    144(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1056(DI)(DX*4), Y7
-	VMOVDQU      2592(DI)(DX*4), Y8
+	VMOVDQU      1568(DI)(DX*4), Y7
+	VMOVDQU      800(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6427,8 +6427,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 112(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1120(DI)(DX*4), Y9
-	VMOVDQU      2656(DI)(DX*4), Y10
+	VMOVDQU      1632(DI)(DX*4), Y9
+	VMOVDQU      928(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6444,8 +6444,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1184(DI)(DX*4), Y7
-	VMOVDQU      2720(DI)(DX*4), Y8
+	VMOVDQU      1696(DI)(DX*4), Y7
+	VMOVDQU      1056(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6455,8 +6455,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 120(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1248(DI)(DX*4), Y9
-	VMOVDQU      2784(DI)(DX*4), Y10
+	VMOVDQU      1760(DI)(DX*4), Y9
+	VMOVDQU      1184(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6475,8 +6475,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    160(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1312(DI)(DX*4), Y7
-	VMOVDQU      2848(DI)(DX*4), Y8
+	VMOVDQU      1888(DI)(DX*4), Y7
+	VMOVDQU      1824(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6485,8 +6485,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 128(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1376(DI)(DX*4), Y9
-	VMOVDQU      2912(DI)(DX*4), Y10
+	VMOVDQU      2016(DI)(DX*4), Y9
+	VMOVDQU      1952(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6501,8 +6501,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1440(DI)(DX*4), Y7
-	VMOVDQU      2976(DI)(DX*4), Y8
+	VMOVDQU      2144(DI)(DX*4), Y7
+	VMOVDQU      2080(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6511,8 +6511,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 136(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1504(DI)(DX*4), Y9
-	VMOVDQU      3040(DI)(DX*4), Y10
+	VMOVDQU      2272(DI)(DX*4), Y9
+	VMOVDQU      2208(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6530,8 +6530,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    224(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1312(DI)(DX*4), Y7
-	VMOVDQU      2848(DI)(DX*4), Y8
+	VMOVDQU      1888(DI)(DX*4), Y7
+	VMOVDQU      1824(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6541,8 +6541,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 192(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1376(DI)(DX*4), Y9
-	VMOVDQU      2912(DI)(DX*4), Y10
+	VMOVDQU      2016(DI)(DX*4), Y9
+	VMOVDQU      1952(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6558,8 +6558,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1440(DI)(DX*4), Y7
-	VMOVDQU      2976(DI)(DX*4), Y8
+	VMOVDQU      2144(DI)(DX*4), Y7
+	VMOVDQU      2080(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6569,8 +6569,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 200(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1504(DI)(DX*4), Y9
-	VMOVDQU      3040(DI)(DX*4), Y10
+	VMOVDQU      2272(DI)(DX*4), Y9
+	VMOVDQU      2208(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6589,8 +6589,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    176(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1568(DI)(DX*4), Y7
-	VMOVDQU      3104(DI)(DX*4), Y8
+	VMOVDQU      2400(DI)(DX*4), Y7
+	VMOVDQU      2336(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6599,8 +6599,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 144(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1632(DI)(DX*4), Y9
-	VMOVDQU      3168(DI)(DX*4), Y10
+	VMOVDQU      2528(DI)(DX*4), Y9
+	VMOVDQU      2464(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6615,8 +6615,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1696(DI)(DX*4), Y7
-	VMOVDQU      3232(DI)(DX*4), Y8
+	VMOVDQU      2656(DI)(DX*4), Y7
+	VMOVDQU      2592(DI)(DX*4), Y8
 	VPSLLW       $0x04, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6625,8 +6625,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 152(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1760(DI)(DX*4), Y9
-	VMOVDQU      3296(DI)(DX*4), Y10
+	VMOVDQU      2784(DI)(DX*4), Y9
+	VMOVDQU      2720(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6644,8 +6644,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    240(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1568(DI)(DX*4), Y7
-	VMOVDQU      3104(DI)(DX*4), Y8
+	VMOVDQU      2400(DI)(DX*4), Y7
+	VMOVDQU      2336(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6655,8 +6655,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 208(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1632(DI)(DX*4), Y9
-	VMOVDQU      3168(DI)(DX*4), Y10
+	VMOVDQU      2528(DI)(DX*4), Y9
+	VMOVDQU      2464(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6672,8 +6672,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1696(DI)(DX*4), Y7
-	VMOVDQU      3232(DI)(DX*4), Y8
+	VMOVDQU      2656(DI)(DX*4), Y7
+	VMOVDQU      2592(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VMOVDQA      Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6683,8 +6683,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 216(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1760(DI)(DX*4), Y9
-	VMOVDQU      3296(DI)(DX*4), Y10
+	VMOVDQU      2784(DI)(DX*4), Y9
+	VMOVDQU      2720(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6703,8 +6703,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    192(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1824(DI)(DX*4), Y7
-	VMOVDQU      2848(DI)(DX*4), Y8
+	VMOVDQU      2848(DI)(DX*4), Y7
+	VMOVDQU      1824(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6713,8 +6713,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 160(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1888(DI)(DX*4), Y9
-	VMOVDQU      2912(DI)(DX*4), Y10
+	VMOVDQU      2912(DI)(DX*4), Y9
+	VMOVDQU      1952(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6729,8 +6729,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1952(DI)(DX*4), Y7
-	VMOVDQU      2976(DI)(DX*4), Y8
+	VMOVDQU      2976(DI)(DX*4), Y7
+	VMOVDQU      2080(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6739,8 +6739,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 168(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2016(DI)(DX*4), Y9
-	VMOVDQU      3040(DI)(DX*4), Y10
+	VMOVDQU      3040(DI)(DX*4), Y9
+	VMOVDQU      2208(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6758,8 +6758,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    256(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      1824(DI)(DX*4), Y7
-	VMOVDQU      2848(DI)(DX*4), Y8
+	VMOVDQU      2848(DI)(DX*4), Y7
+	VMOVDQU      1824(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6769,8 +6769,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 224(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      1888(DI)(DX*4), Y9
-	VMOVDQU      2912(DI)(DX*4), Y10
+	VMOVDQU      2912(DI)(DX*4), Y9
+	VMOVDQU      1952(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6786,8 +6786,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      1952(DI)(DX*4), Y7
-	VMOVDQU      2976(DI)(DX*4), Y8
+	VMOVDQU      2976(DI)(DX*4), Y7
+	VMOVDQU      2080(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6797,8 +6797,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 232(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2016(DI)(DX*4), Y9
-	VMOVDQU      3040(DI)(DX*4), Y10
+	VMOVDQU      3040(DI)(DX*4), Y9
+	VMOVDQU      2208(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6817,8 +6817,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    208(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      2080(DI)(DX*4), Y7
-	VMOVDQU      3104(DI)(DX*4), Y8
+	VMOVDQU      3104(DI)(DX*4), Y7
+	VMOVDQU      2336(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6827,8 +6827,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 176(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2144(DI)(DX*4), Y9
-	VMOVDQU      3168(DI)(DX*4), Y10
+	VMOVDQU      3168(DI)(DX*4), Y9
+	VMOVDQU      2464(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6843,8 +6843,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      2208(DI)(DX*4), Y7
-	VMOVDQU      3232(DI)(DX*4), Y8
+	VMOVDQU      3232(DI)(DX*4), Y7
+	VMOVDQU      2592(DI)(DX*4), Y8
 	VPSLLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
 	VPAND        Y3, Y8, Y8
@@ -6853,8 +6853,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 184(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2272(DI)(DX*4), Y9
-	VMOVDQU      3296(DI)(DX*4), Y10
+	VMOVDQU      3296(DI)(DX*4), Y9
+	VMOVDQU      2720(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
 	VPAND        Y3, Y10, Y10
@@ -6872,8 +6872,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMOVSXBD    272(DI)(DX*1), Y4
 	VPSLLD       $0x10, Y4, Y7
 	VPBLENDW     $0xaa, Y7, Y4, Y4
-	VMOVDQU      2080(DI)(DX*4), Y7
-	VMOVDQU      3104(DI)(DX*4), Y8
+	VMOVDQU      3104(DI)(DX*4), Y7
+	VMOVDQU      2336(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6883,8 +6883,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 240(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2144(DI)(DX*4), Y9
-	VMOVDQU      3168(DI)(DX*4), Y10
+	VMOVDQU      3168(DI)(DX*4), Y9
+	VMOVDQU      2464(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -6900,8 +6900,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPADDD       Y8, Y6, Y6
 	VPMADDWD     Y4, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      2208(DI)(DX*4), Y7
-	VMOVDQU      3232(DI)(DX*4), Y8
+	VMOVDQU      3232(DI)(DX*4), Y7
+	VMOVDQU      2592(DI)(DX*4), Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPSRLW       $0x02, Y8, Y8
 	VPAND        Y2, Y7, Y7
@@ -6911,8 +6911,8 @@ kfastQ6_K_avx2_2_blocks:
 	VPMADDUBSW   Y8, Y7, Y8
 	VPBROADCASTD 248(BX)(SI*1), Y9
 	VPMADDUBSW   Y9, Y7, Y7
-	VMOVDQU      2272(DI)(DX*4), Y9
-	VMOVDQU      3296(DI)(DX*4), Y10
+	VMOVDQU      3296(DI)(DX*4), Y9
+	VMOVDQU      2720(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y2, Y9, Y9
@@ -7093,8 +7093,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    32(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y6
 	VPBLENDW     $0xaa, Y6, Y5, Y5
-	VMOVDQU      288(DI)(DX*4), Y6
-	VMOVDQU      2336(DI)(DX*4), Y7
+	VMOVDQU      352(DI)(DX*4), Y6
+	VMOVDQU      288(DI)(DX*4), Y7
 	VPSLLW       $0x04, Y7, Y7
 	VPAND        Y3, Y6, Y6
 	VPAND        Y4, Y7, Y7
@@ -7105,8 +7105,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y8, Y6, Y8
 	VPBROADCASTD (BX)(SI*2), Y9
 	VPMADDUBSW   Y9, Y6, Y6
-	VMOVDQU      352(DI)(DX*4), Y9
-	VMOVDQU      2400(DI)(DX*4), Y10
+	VMOVDQU      480(DI)(DX*4), Y9
+	VMOVDQU      416(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7123,8 +7123,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDWD     Y5, Y7, Y7
 	VPMADDWD     Y5, Y8, Y8
 	VPMADDWD     Y5, Y6, Y6
-	VMOVDQU      416(DI)(DX*4), Y9
-	VMOVDQU      2464(DI)(DX*4), Y10
+	VMOVDQU      608(DI)(DX*4), Y9
+	VMOVDQU      544(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7135,8 +7135,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 8(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      480(DI)(DX*4), Y12
-	VMOVDQU      2528(DI)(DX*4), Y13
+	VMOVDQU      736(DI)(DX*4), Y12
+	VMOVDQU      672(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7159,8 +7159,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    96(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      288(DI)(DX*4), Y9
-	VMOVDQU      2336(DI)(DX*4), Y10
+	VMOVDQU      352(DI)(DX*4), Y9
+	VMOVDQU      288(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7172,8 +7172,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 64(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      352(DI)(DX*4), Y12
-	VMOVDQU      2400(DI)(DX*4), Y13
+	VMOVDQU      480(DI)(DX*4), Y12
+	VMOVDQU      416(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7194,8 +7194,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      416(DI)(DX*4), Y9
-	VMOVDQU      2464(DI)(DX*4), Y10
+	VMOVDQU      608(DI)(DX*4), Y9
+	VMOVDQU      544(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7207,8 +7207,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 72(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      480(DI)(DX*4), Y12
-	VMOVDQU      2528(DI)(DX*4), Y13
+	VMOVDQU      736(DI)(DX*4), Y12
+	VMOVDQU      672(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7232,8 +7232,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    48(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      544(DI)(DX*4), Y9
-	VMOVDQU      2592(DI)(DX*4), Y10
+	VMOVDQU      864(DI)(DX*4), Y9
+	VMOVDQU      800(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7244,8 +7244,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 16(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      608(DI)(DX*4), Y12
-	VMOVDQU      2656(DI)(DX*4), Y13
+	VMOVDQU      992(DI)(DX*4), Y12
+	VMOVDQU      928(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7265,8 +7265,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      672(DI)(DX*4), Y9
-	VMOVDQU      2720(DI)(DX*4), Y10
+	VMOVDQU      1120(DI)(DX*4), Y9
+	VMOVDQU      1056(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7277,8 +7277,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 24(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      736(DI)(DX*4), Y12
-	VMOVDQU      2784(DI)(DX*4), Y13
+	VMOVDQU      1248(DI)(DX*4), Y12
+	VMOVDQU      1184(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7301,8 +7301,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    112(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      544(DI)(DX*4), Y9
-	VMOVDQU      2592(DI)(DX*4), Y10
+	VMOVDQU      864(DI)(DX*4), Y9
+	VMOVDQU      800(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7314,8 +7314,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 80(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      608(DI)(DX*4), Y12
-	VMOVDQU      2656(DI)(DX*4), Y13
+	VMOVDQU      992(DI)(DX*4), Y12
+	VMOVDQU      928(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7336,8 +7336,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      672(DI)(DX*4), Y9
-	VMOVDQU      2720(DI)(DX*4), Y10
+	VMOVDQU      1120(DI)(DX*4), Y9
+	VMOVDQU      1056(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7349,8 +7349,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 88(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      736(DI)(DX*4), Y12
-	VMOVDQU      2784(DI)(DX*4), Y13
+	VMOVDQU      1248(DI)(DX*4), Y12
+	VMOVDQU      1184(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7374,8 +7374,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    64(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      800(DI)(DX*4), Y9
-	VMOVDQU      2336(DI)(DX*4), Y10
+	VMOVDQU      1312(DI)(DX*4), Y9
+	VMOVDQU      288(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7386,8 +7386,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 32(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      864(DI)(DX*4), Y12
-	VMOVDQU      2400(DI)(DX*4), Y13
+	VMOVDQU      1376(DI)(DX*4), Y12
+	VMOVDQU      416(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7407,8 +7407,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      928(DI)(DX*4), Y9
-	VMOVDQU      2464(DI)(DX*4), Y10
+	VMOVDQU      1440(DI)(DX*4), Y9
+	VMOVDQU      544(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7419,8 +7419,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 40(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      992(DI)(DX*4), Y12
-	VMOVDQU      2528(DI)(DX*4), Y13
+	VMOVDQU      1504(DI)(DX*4), Y12
+	VMOVDQU      672(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7443,8 +7443,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    128(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      800(DI)(DX*4), Y9
-	VMOVDQU      2336(DI)(DX*4), Y10
+	VMOVDQU      1312(DI)(DX*4), Y9
+	VMOVDQU      288(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7456,8 +7456,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 96(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      864(DI)(DX*4), Y12
-	VMOVDQU      2400(DI)(DX*4), Y13
+	VMOVDQU      1376(DI)(DX*4), Y12
+	VMOVDQU      416(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7478,8 +7478,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      928(DI)(DX*4), Y9
-	VMOVDQU      2464(DI)(DX*4), Y10
+	VMOVDQU      1440(DI)(DX*4), Y9
+	VMOVDQU      544(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7491,8 +7491,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 104(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      992(DI)(DX*4), Y12
-	VMOVDQU      2528(DI)(DX*4), Y13
+	VMOVDQU      1504(DI)(DX*4), Y12
+	VMOVDQU      672(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7516,8 +7516,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    80(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1056(DI)(DX*4), Y9
-	VMOVDQU      2592(DI)(DX*4), Y10
+	VMOVDQU      1568(DI)(DX*4), Y9
+	VMOVDQU      800(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7528,8 +7528,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 48(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1120(DI)(DX*4), Y12
-	VMOVDQU      2656(DI)(DX*4), Y13
+	VMOVDQU      1632(DI)(DX*4), Y12
+	VMOVDQU      928(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7549,8 +7549,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1184(DI)(DX*4), Y9
-	VMOVDQU      2720(DI)(DX*4), Y10
+	VMOVDQU      1696(DI)(DX*4), Y9
+	VMOVDQU      1056(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7561,8 +7561,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 56(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1248(DI)(DX*4), Y12
-	VMOVDQU      2784(DI)(DX*4), Y13
+	VMOVDQU      1760(DI)(DX*4), Y12
+	VMOVDQU      1184(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7585,8 +7585,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    144(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1056(DI)(DX*4), Y9
-	VMOVDQU      2592(DI)(DX*4), Y10
+	VMOVDQU      1568(DI)(DX*4), Y9
+	VMOVDQU      800(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7598,8 +7598,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 112(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1120(DI)(DX*4), Y12
-	VMOVDQU      2656(DI)(DX*4), Y13
+	VMOVDQU      1632(DI)(DX*4), Y12
+	VMOVDQU      928(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7620,8 +7620,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1184(DI)(DX*4), Y9
-	VMOVDQU      2720(DI)(DX*4), Y10
+	VMOVDQU      1696(DI)(DX*4), Y9
+	VMOVDQU      1056(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7633,8 +7633,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 120(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1248(DI)(DX*4), Y12
-	VMOVDQU      2784(DI)(DX*4), Y13
+	VMOVDQU      1760(DI)(DX*4), Y12
+	VMOVDQU      1184(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7658,8 +7658,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    160(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1312(DI)(DX*4), Y9
-	VMOVDQU      2848(DI)(DX*4), Y10
+	VMOVDQU      1888(DI)(DX*4), Y9
+	VMOVDQU      1824(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7670,8 +7670,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 128(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1376(DI)(DX*4), Y12
-	VMOVDQU      2912(DI)(DX*4), Y13
+	VMOVDQU      2016(DI)(DX*4), Y12
+	VMOVDQU      1952(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7691,8 +7691,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1440(DI)(DX*4), Y9
-	VMOVDQU      2976(DI)(DX*4), Y10
+	VMOVDQU      2144(DI)(DX*4), Y9
+	VMOVDQU      2080(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7703,8 +7703,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 136(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1504(DI)(DX*4), Y12
-	VMOVDQU      3040(DI)(DX*4), Y13
+	VMOVDQU      2272(DI)(DX*4), Y12
+	VMOVDQU      2208(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7727,8 +7727,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    224(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1312(DI)(DX*4), Y9
-	VMOVDQU      2848(DI)(DX*4), Y10
+	VMOVDQU      1888(DI)(DX*4), Y9
+	VMOVDQU      1824(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7740,8 +7740,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 192(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1376(DI)(DX*4), Y12
-	VMOVDQU      2912(DI)(DX*4), Y13
+	VMOVDQU      2016(DI)(DX*4), Y12
+	VMOVDQU      1952(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7762,8 +7762,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1440(DI)(DX*4), Y9
-	VMOVDQU      2976(DI)(DX*4), Y10
+	VMOVDQU      2144(DI)(DX*4), Y9
+	VMOVDQU      2080(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7775,8 +7775,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 200(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1504(DI)(DX*4), Y12
-	VMOVDQU      3040(DI)(DX*4), Y13
+	VMOVDQU      2272(DI)(DX*4), Y12
+	VMOVDQU      2208(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7800,8 +7800,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    176(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1568(DI)(DX*4), Y9
-	VMOVDQU      3104(DI)(DX*4), Y10
+	VMOVDQU      2400(DI)(DX*4), Y9
+	VMOVDQU      2336(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7812,8 +7812,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 144(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1632(DI)(DX*4), Y12
-	VMOVDQU      3168(DI)(DX*4), Y13
+	VMOVDQU      2528(DI)(DX*4), Y12
+	VMOVDQU      2464(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7833,8 +7833,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1696(DI)(DX*4), Y9
-	VMOVDQU      3232(DI)(DX*4), Y10
+	VMOVDQU      2656(DI)(DX*4), Y9
+	VMOVDQU      2592(DI)(DX*4), Y10
 	VPSLLW       $0x04, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7845,8 +7845,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 152(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1760(DI)(DX*4), Y12
-	VMOVDQU      3296(DI)(DX*4), Y13
+	VMOVDQU      2784(DI)(DX*4), Y12
+	VMOVDQU      2720(DI)(DX*4), Y13
 	VPSLLW       $0x04, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7869,8 +7869,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    240(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1568(DI)(DX*4), Y9
-	VMOVDQU      3104(DI)(DX*4), Y10
+	VMOVDQU      2400(DI)(DX*4), Y9
+	VMOVDQU      2336(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7882,8 +7882,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 208(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1632(DI)(DX*4), Y12
-	VMOVDQU      3168(DI)(DX*4), Y13
+	VMOVDQU      2528(DI)(DX*4), Y12
+	VMOVDQU      2464(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7904,8 +7904,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1696(DI)(DX*4), Y9
-	VMOVDQU      3232(DI)(DX*4), Y10
+	VMOVDQU      2656(DI)(DX*4), Y9
+	VMOVDQU      2592(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VMOVDQA      Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -7917,8 +7917,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 216(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1760(DI)(DX*4), Y12
-	VMOVDQU      3296(DI)(DX*4), Y13
+	VMOVDQU      2784(DI)(DX*4), Y12
+	VMOVDQU      2720(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VMOVDQA      Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -7942,8 +7942,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    192(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1824(DI)(DX*4), Y9
-	VMOVDQU      2848(DI)(DX*4), Y10
+	VMOVDQU      2848(DI)(DX*4), Y9
+	VMOVDQU      1824(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7954,8 +7954,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 160(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1888(DI)(DX*4), Y12
-	VMOVDQU      2912(DI)(DX*4), Y13
+	VMOVDQU      2912(DI)(DX*4), Y12
+	VMOVDQU      1952(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -7975,8 +7975,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1952(DI)(DX*4), Y9
-	VMOVDQU      2976(DI)(DX*4), Y10
+	VMOVDQU      2976(DI)(DX*4), Y9
+	VMOVDQU      2080(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -7987,8 +7987,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 168(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2016(DI)(DX*4), Y12
-	VMOVDQU      3040(DI)(DX*4), Y13
+	VMOVDQU      3040(DI)(DX*4), Y12
+	VMOVDQU      2208(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -8011,8 +8011,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    256(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      1824(DI)(DX*4), Y9
-	VMOVDQU      2848(DI)(DX*4), Y10
+	VMOVDQU      2848(DI)(DX*4), Y9
+	VMOVDQU      1824(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -8024,8 +8024,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 224(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      1888(DI)(DX*4), Y12
-	VMOVDQU      2912(DI)(DX*4), Y13
+	VMOVDQU      2912(DI)(DX*4), Y12
+	VMOVDQU      1952(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -8046,8 +8046,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      1952(DI)(DX*4), Y9
-	VMOVDQU      2976(DI)(DX*4), Y10
+	VMOVDQU      2976(DI)(DX*4), Y9
+	VMOVDQU      2080(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -8059,8 +8059,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 232(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2016(DI)(DX*4), Y12
-	VMOVDQU      3040(DI)(DX*4), Y13
+	VMOVDQU      3040(DI)(DX*4), Y12
+	VMOVDQU      2208(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -8084,8 +8084,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    208(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      2080(DI)(DX*4), Y9
-	VMOVDQU      3104(DI)(DX*4), Y10
+	VMOVDQU      3104(DI)(DX*4), Y9
+	VMOVDQU      2336(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -8096,8 +8096,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 176(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2144(DI)(DX*4), Y12
-	VMOVDQU      3168(DI)(DX*4), Y13
+	VMOVDQU      3168(DI)(DX*4), Y12
+	VMOVDQU      2464(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -8117,8 +8117,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      2208(DI)(DX*4), Y9
-	VMOVDQU      3232(DI)(DX*4), Y10
+	VMOVDQU      3232(DI)(DX*4), Y9
+	VMOVDQU      2592(DI)(DX*4), Y10
 	VPSLLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
 	VPAND        Y4, Y10, Y10
@@ -8129,8 +8129,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 184(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2272(DI)(DX*4), Y12
-	VMOVDQU      3296(DI)(DX*4), Y13
+	VMOVDQU      3296(DI)(DX*4), Y12
+	VMOVDQU      2720(DI)(DX*4), Y13
 	VPSLLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
 	VPAND        Y4, Y13, Y13
@@ -8153,8 +8153,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMOVSXBD    272(DI)(DX*1), Y5
 	VPSLLD       $0x10, Y5, Y9
 	VPBLENDW     $0xaa, Y9, Y5, Y5
-	VMOVDQU      2080(DI)(DX*4), Y9
-	VMOVDQU      3104(DI)(DX*4), Y10
+	VMOVDQU      3104(DI)(DX*4), Y9
+	VMOVDQU      2336(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -8166,8 +8166,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 240(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2144(DI)(DX*4), Y12
-	VMOVDQU      3168(DI)(DX*4), Y13
+	VMOVDQU      3168(DI)(DX*4), Y12
+	VMOVDQU      2464(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12
@@ -8188,8 +8188,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPADDD       Y11, Y8, Y8
 	VPMADDWD     Y5, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      2208(DI)(DX*4), Y9
-	VMOVDQU      3232(DI)(DX*4), Y10
+	VMOVDQU      3232(DI)(DX*4), Y9
+	VMOVDQU      2592(DI)(DX*4), Y10
 	VPSRLW       $0x04, Y9, Y9
 	VPSRLW       $0x02, Y10, Y10
 	VPAND        Y3, Y9, Y9
@@ -8201,8 +8201,8 @@ kfastQ6_K_avx2_3_blocks:
 	VPMADDUBSW   Y11, Y9, Y11
 	VPBROADCASTD 248(BX)(SI*2), Y12
 	VPMADDUBSW   Y12, Y9, Y9
-	VMOVDQU      2272(DI)(DX*4), Y12
-	VMOVDQU      3296(DI)(DX*4), Y13
+	VMOVDQU      3296(DI)(DX*4), Y12
+	VMOVDQU      2720(DI)(DX*4), Y13
 	VPSRLW       $0x04, Y12, Y12
 	VPSRLW       $0x02, Y13, Y13
 	VPAND        Y3, Y12, Y12

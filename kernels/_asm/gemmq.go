@@ -111,6 +111,14 @@ var ymmPhysical = []reg.VecPhysical{
 // groups (lanes 0..7 the first group's rows, 8..15 the next one's, which
 // lies groupBytes further), then a YMM pass over the last group when the
 // number of groups is odd.
+//
+// The one-token kernels (streams) make YMM passes only, group after group,
+// without prefetch hints: the weights are then one stream read front to
+// back, which the hardware prefetcher follows, where a pair of groups is
+// two streams hinted 4 KiB ahead; on Zen 4 a ZMM instruction costs as much
+// as two YMM ones, so the arithmetic costs the same. One-token matmuls
+// went from 36–67% to 47–100% of the read bandwidth on Zen 4
+// (BenchmarkDecodeKQuant, docs/benchmarks.md).
 type gemmQ struct {
 	t    fastType
 	na   int
@@ -124,23 +132,32 @@ type gemmQ struct {
 
 func (g *gemmQ) name() string { return fmt.Sprintf("gemmF%s_%d", g.t.name, g.na) }
 
+// streams reports whether the kernel reads one group at a time and leaves
+// the prefetching to the hardware (see gemmQ).
+func (g *gemmQ) streams() bool { return g.na == 1 }
+
 func (g *gemmQ) gen() {
 	name := g.name()
 	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX-512 VNNI).",
 		name, g.t.name, g.na))
 	g.gb = loadGP("groupBytes")
 	rows := loadGP("rows")
-	Label(name + "_pairs")
-	end := GP64()
-	LEAQ(Mem{Base: r, Disp: 2 * fastGroup}, end)
-	CMPQ(end, rows)
-	JG(LabelRef(name + "_tail"))
-	g.pass(true, r, group)
-	JMP(LabelRef(name + "_pairs"))
+	if !g.streams() {
+		Label(name + "_pairs")
+		end := GP64()
+		LEAQ(Mem{Base: r, Disp: 2 * fastGroup}, end)
+		CMPQ(end, rows)
+		JG(LabelRef(name + "_tail"))
+		g.pass(true, r, group)
+		JMP(LabelRef(name + "_pairs"))
+	}
 	Label(name + "_tail")
 	CMPQ(r, rows)
 	JGE(LabelRef(name + "_done"))
 	g.pass(false, r, group)
+	if g.streams() {
+		JMP(LabelRef(name + "_tail"))
+	}
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
@@ -165,7 +182,7 @@ func (g *gemmQ) pass(wide bool, r, group reg.GPVirtual) {
 	MOVQ(group, g.p)
 	Load(Param("nb"), cnt)
 	Label(g.name() + tag + "_blocks")
-	for d := 0; d < g.t.groupBlock(); d += 64 {
+	for d := 0; d < g.t.groupBlock() && !g.streams(); d += 64 {
 		prefetchWeights(Mem{Base: g.p, Disp: prefetchAhead + d}, g.na)
 		if wide {
 			prefetchWeights(Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: prefetchAhead + d}, g.na)

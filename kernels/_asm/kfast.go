@@ -45,19 +45,29 @@ const (
 	kfRows   = 16
 )
 
-// kfType is one K-quant's fast kernel: its group-block size and body.
+// kfType is one K-quant's fast kernel: its group-block size and body, and
+// the narrowest tile that prefetches its weights.
 type kfType struct {
-	name  string
-	block int
-	body  func(g *kfast)
+	name   string
+	block  int
+	body   func(g *kfast)
+	pfFrom int
 }
 
+// The kernels of few tokens read a group's bytes front to back (kfast.q45,
+// Q6_K's layout) and leave the streaming to the hardware prefetcher:
+// with PREFETCHT1 hints 4 KiB ahead, one-token matmuls read 43–64% of the
+// read bandwidth on Zen 4 (at ~60 GB/s), against 64–92% without them
+// (BenchmarkDecodeKQuant, docs/benchmarks.md). The wider tiles, which
+// compute longer on every line, keep the hints for Q4_K and Q5_K (4
+// tokens: 72–75% with them, 52–56% without); Q6_K is faster without them
+// at every width. Q2_K and Q3_K were not measured and keep them.
 var kfTypes = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }},
-	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }},
-	{"Q6_K", 3360, (*kfast).q6},
-	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }},
-	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }},
+	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }, 3},
+	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }, 3},
+	{"Q6_K", 3360, (*kfast).q6, kfTile + 1},
+	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }, 1},
+	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }, 1},
 }
 
 func genKFast() {
@@ -86,6 +96,22 @@ type kfast struct {
 
 func (g *kfast) name() string { return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na) }
 
+// streams reports whether the kernel leaves the prefetching to the
+// hardware (see kfTypes).
+func (g *kfast) streams() bool { return g.na < g.kt.pfFrom }
+
+// q6QH is the offset of Q6_K's qh quad (h, k) in its group-block
+// (kernels/kfast_layout.go), q6QL that of its ql quad (h, j, k): in the
+// order q6 reads them, so that a group's bytes are read front to back.
+func q6QH(h, k int) int { return 288 + 1536*h + 128*k }
+
+func q6QL(h, j, k int) int {
+	if j == 0 {
+		return 288 + 1536*h + 128*k + 64
+	}
+	return 288 + 1536*h + 1024 + 64*k
+}
+
 func (g *kfast) gen() {
 	name := g.name()
 	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows fast-layout %s weight rows (groups of %d, groupBytes apart) with %d activation rows of records.",
@@ -100,8 +126,10 @@ func (g *kfast) gen() {
 	g.m0F = ZMM()
 	VPBROADCASTD(constU32("kf0F", 0x0F0F0F0F), g.m0F)
 	Label(name + "_blocks")
-	for d := 0; d < g.kt.block; d += 64 {
-		prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead + d}, g.na)
+	if !g.streams() {
+		for d := 0; d < g.kt.block; d += 64 {
+			prefetchWeights(Mem{Base: g.w, Disp: prefetchAhead + d}, g.na)
+		}
 	}
 	g.kt.body(g)
 	ADDQ(U32(g.kt.block), g.w)
@@ -192,13 +220,21 @@ func shifted(v reg.VecVirtual, s int) reg.VecVirtual {
 }
 
 // q45 is the Q4_K (Q5_K with fifth) super-block: chunk c's quad k holds
-// sub-block 2c in its low nibbles and 2c+1 in its high ones.
+// sub-block 2c in its low nibbles and 2c+1 in its high ones. Q5_K's
+// streaming kernels load the 8 qh quads (before the qs quads in the
+// group-block) first and keep them, so that the block is read in order.
 func (g *kfast) q45(fifth bool) {
 	qs := 320
 	if fifth {
 		qs = 832
 	}
 	g.isum = make([]reg.VecVirtual, g.na)
+	var qhs []reg.VecVirtual
+	if fifth && g.streams() {
+		for k := range 8 {
+			qhs = append(qhs, g.quad(320+64*k))
+		}
+	}
 	for c := range 4 {
 		tl, th := g.sums(-1), g.sums(-1)
 		for k := range 8 {
@@ -207,7 +243,12 @@ func (g *kfast) q45(fifth bool) {
 			VPSRLW(U8(4), p, hn)
 			var lo, hi reg.VecVirtual
 			if fifth {
-				qh := g.quad(320 + 64*k)
+				var qh reg.VecVirtual
+				if qhs != nil {
+					qh = qhs[k]
+				} else {
+					qh = g.quad(320 + 64*k)
+				}
 				lo = g.merge(p, shifted(qh, 4-2*c), 0x10101010)
 				hi = g.merge(hn, shifted(qh, 3-2*c), 0x10101010)
 			} else {
@@ -246,7 +287,7 @@ func (g *kfast) q6() {
 				gl, gh := 8*h+2*j+kk, 8*h+4+2*j+kk
 				tl, th := g.sums(kfRecN32+4*gl), g.sums(kfRecN32+4*gh)
 				for k := 4 * kk; k < 4*kk+4; k++ {
-					p, qh := g.quad(288+64*(16*h+8*j+k)), g.quad(2336+64*(8*h+k))
+					qh, p := g.quad(q6QH(h, k)), g.quad(q6QL(h, j, k))
 					hn := ZMM()
 					VPSRLW(U8(4), p, hn)
 					lo := g.merge(p, shifted(qh, 4-2*j), 0x30303030)

@@ -26,12 +26,14 @@ import (
 // bit for bit.
 const kfTileAVX2 = 3
 
+// kfTypesAVX2: the AVX2 kernels prefetch at every width (not measured
+// without).
 var kfTypesAVX2 = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { (*kf2)(g).q45(false) }},
-	{"Q5_K", 2880, func(g *kfast) { (*kf2)(g).q45(true) }},
-	{"Q6_K", 3360, func(g *kfast) { (*kf2)(g).q6() }},
-	{"Q2_K", 1344, func(g *kfast) { (*kf2)(g).q23(false) }},
-	{"Q3_K", 1824, func(g *kfast) { (*kf2)(g).q23(true) }},
+	{"Q4_K", 2368, func(g *kfast) { (*kf2)(g).q45(false) }, 1},
+	{"Q5_K", 2880, func(g *kfast) { (*kf2)(g).q45(true) }, 1},
+	{"Q6_K", 3360, func(g *kfast) { (*kf2)(g).q6() }, 1},
+	{"Q2_K", 1344, func(g *kfast) { (*kf2)(g).q23(false) }, 1},
+	{"Q3_K", 1824, func(g *kfast) { (*kf2)(g).q23(true) }, 1},
 }
 
 func genKFastAVX2() {
@@ -279,8 +281,8 @@ func (g *kf2) q6() {
 					for k0 := 4 * kk; k0 < 4*kk+4; k0 += 2 {
 						t := make([]reg.VecVirtual, g.na)
 						for k := k0; k < k0+2; k++ {
-							q := g.quadY(288 + 64*(16*h+8*j+k))
-							top := g.quadY(2336 + 64*(8*h+k))
+							q := g.quadY(q6QL(h, j, k))
+							top := g.quadY(q6QH(h, k))
 							if hi == 1 {
 								VPSRLW(U8(4), q, q)
 							}

@@ -1,0 +1,159 @@
+//go:build linux
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"pagoda/gguf"
+	"pagoda/internal/hugemem"
+)
+
+// BenchmarkDecodeKQuant times one-token matmuls (n = 1, the fast
+// arithmetic, a 2-thread pool) on TinyLlama's FFN shapes, 5632×2048 (gate,
+// up) and 2048×5632 (down), streaming the weights from memory: each round
+// multiplies every one of enough copies of the weight (decodeBenchBytes,
+// four times this machine's L3) once, then reads as many bytes with the
+// bandwidth probe of `pagoda bench ceilings` (two threads, each its half),
+// so that the kernels and the ceiling are measured in the same minute. The
+// variants (decodeVariants: the kernels in use, and whatever a change
+// under test keeps selectable) run in turn within each round. It reports,
+// per variant, the median over rounds of the bytes read per second (the
+// interleaved copy the kernels read), that median over the probe's, and
+// the file's bytes per second (what a token's time follows). Q4_0 stands
+// for the other 32-element types, whose fast kernels are gemmq's too.
+func BenchmarkDecodeKQuant(b *testing.B) {
+	types := []gguf.Type{gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.Q8_0}
+	shapes := []struct{ rows, cols int }{{5632, 2048}, {2048, 5632}}
+	for _, typ := range types {
+		for _, s := range shapes {
+			b.Run(fmt.Sprintf("%v/%dx%d", typ, s.rows, s.cols), func(b *testing.B) {
+				benchDecode(b, typ, s.rows, s.cols, 1)
+			})
+		}
+	}
+}
+
+// decodeBenchBytes is the weight memory one round of BenchmarkDecodeKQuant
+// streams per variant.
+const decodeBenchBytes = 128 << 20
+
+// decodeVariant is an implementation BenchmarkDecodeKQuant times: def with
+// some of its kernels or plans replaced.
+type decodeVariant struct {
+	name     string
+	k        *impl
+	relayout func(Weight) Weight // the variant's own interleaved copy, or nil
+}
+
+// decodeVariants are the implementations BenchmarkDecodeKQuant compares:
+// the one in use, and any others a change keeps for comparison while it is
+// measured (say, the previous kernels generated under other names, set in
+// their tiles, with relayout giving the layout they read).
+var decodeVariants = func() []decodeVariant { return []decodeVariant{{"cur", def, nil}} }
+
+func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
+	r := newRand(41)
+	one := rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r))
+	x := randVec(r, n*cols, 1)
+	vs := decodeVariants()
+	copies := max(1, decodeBenchBytes/len(one.Data))
+	// Every variant reads its own copies: the interleaved layouts may
+	// differ between variants.
+	ws := make([][]Weight, len(vs))
+	read := 0
+	for v := range vs {
+		for range copies {
+			w := one
+			w.Data = slices.Clone(one.Data)
+			w = fast(vs[v].k, w)
+			if vs[v].relayout != nil {
+				w = vs[v].relayout(w)
+			}
+			if w.repacked == nil {
+				b.Skipf("%s has no fast kernel for %v", vs[v].name, typ)
+			}
+			ws[v] = append(ws[v], w)
+		}
+		read = len(ws[v][0].repacked)
+	}
+	probe := [2][]byte{hugemem.Slice[byte](copies * read / 2), hugemem.Slice[byte](copies * read / 2)}
+	for _, p := range probe {
+		for i := 0; i < len(p); i += 4096 {
+			p[i] = 1
+		}
+	}
+	dst := make([]float32, n*rows)
+	pools := make([]*Pool, len(vs))
+	for v := range vs {
+		pools[v] = newPool(2, vs[v].k)
+		defer pools[v].Close()
+	}
+	// Every variant computes the same bits.
+	want := make([]float32, n*rows)
+	pools[0].MatMul(want, ws[0][0], x, n)
+	for v := 1; v < len(vs); v++ {
+		pools[v].MatMul(dst, ws[v][0], x, n)
+		for i := range dst {
+			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+				b.Fatalf("%s: row %d: %v, want %v", vs[v].name, i, dst[i], want[i])
+			}
+		}
+	}
+	secs := make([][]float64, len(vs)+1) // per variant, then the probe: seconds per round
+	// Each round starts with the next variant: a variant's place in the
+	// round moves its figures by up to 8% (the last one, just before the
+	// probe, runs fastest on Zen 4).
+	first := 0
+	round := func(timed bool) {
+		first++
+		for i := range vs {
+			v := (first + i) % len(vs)
+			t0 := time.Now()
+			for _, w := range ws[v] {
+				pools[v].MatMul(dst, w, x, n)
+			}
+			if timed {
+				secs[v] = append(secs[v], time.Since(t0).Seconds())
+			}
+		}
+		s := parallel(2, func(int) {}, func(t int) { readProbe(probe[t]) })
+		if timed {
+			secs[len(vs)] = append(secs[len(vs)], s)
+		}
+	}
+	round(false)
+	for b.Loop() {
+		round(true)
+	}
+	probed := secs[len(vs)]
+	b.ReportMetric(float64(copies*read)/median(slices.Clone(probed))/1e9, "ceilGB/s")
+	for v := range vs {
+		bytes := float64(copies * len(ws[v][0].repacked))
+		// The fraction of the ceiling is the median of the rounds' own
+		// ratios: the machine's bandwidth drifts between rounds.
+		frac := make([]float64, len(probed))
+		for i, s := range secs[v] {
+			frac[i] = probed[i] / s * bytes / float64(copies*read)
+		}
+		b.ReportMetric(bytes/median(slices.Clone(secs[v]))/1e9, vs[v].name+"-GB/s")
+		b.ReportMetric(100*median(frac), vs[v].name+"-%ceil")
+		b.ReportMetric(float64(copies*len(one.Data))/median(secs[v])/1e9, vs[v].name+"-fileGB/s")
+	}
+}
+
+// median returns the median of xs (sorted in place).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
+}
