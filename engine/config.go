@@ -57,6 +57,11 @@ type Config struct {
 	// every step to the other ranks, which run Follow (see tp.go). nil: one
 	// process.
 	TensorParallel dist.Comm
+	// ExpertParallel (--enable-expert-parallel) keeps each expert of a
+	// mixture of experts whole on one rank, the experts spread over the
+	// tensor-parallel ranks (model.LoadOptions.ExpertParallel); without
+	// tensor parallelism or experts it changes nothing.
+	ExpertParallel bool
 	// TPStepTimeout bounds every wait of a tensor-parallel step on the
 	// other ranks (a broadcast, an all-reduce) plus TPTimeoutPerToken per
 	// token of the step; a wait past it fails the engine (failure.go). 0
@@ -74,7 +79,7 @@ func (c Config) loadOptions() model.LoadOptions {
 	o := model.LoadOptions{Threads: c.Threads, FlashAttention: c.FlashAttention,
 		ExactArithmetic: c.ExactArithmetic, NoRepack: c.NoRepack, ContextLen: c.MaxModelLen}
 	if c.TensorParallel != nil {
-		o.TensorParallel = c.TensorParallel
+		o.TensorParallel, o.ExpertParallel = c.TensorParallel, c.ExpertParallel
 	}
 	return o
 }

@@ -97,6 +97,8 @@ func TestTensorParallelHelperProcess(t *testing.T) {
 	switch {
 	case strings.HasPrefix(scenario, "dbo"):
 		dboScenario(t, c, scenario)
+	case strings.HasPrefix(scenario, "experts"):
+		epScenario(t, c, scenario)
 	case c.Rank() > 0 && scenario == "rank-dies":
 		dieAfterFirstStep(t, c)
 	case c.Rank() > 0:

@@ -26,9 +26,12 @@ type MoE struct {
 // MoEBuffers are the activations of one MoE call: n tokens choosing K
 // experts each.
 type MoEBuffers struct {
-	Dst     []float32 // (n, dim) the output; may be X
-	X       []float32 // (n, dim) the input (already normalised)
-	IDs     []int32   // (n, K) each token's experts by rank of the choice
+	Dst []float32 // (n, dim) the output; may be X
+	X   []float32 // (n, dim) the input (already normalised)
+	// IDs are each token's experts by rank of the choice, (n, K); a
+	// negative id is an expert this MoE does not hold (expert parallelism:
+	// another rank's), skipped.
+	IDs     []int32
 	Weights []float32 // (n, K) their weights
 	K       int
 }
@@ -47,7 +50,9 @@ type MoEBuffers struct {
 //  4. per token, Dst = Σ_r Weights[r]·y_r in the rank order of the
 //     choices: (w_0·y_0 + w_1·y_1) + w_2·y_2 …, each product and sum
 //     rounded to float32, as llama.cpp's ggml_mul of the expert outputs by
-//     their weights followed by its ggml_add chain.
+//     their weights followed by its ggml_add chain. Choices of experts
+//     not held here (negative ids) are left out of the sum, which starts
+//     at the first held one; a token with none gets zeros.
 //
 // Each row of an expert's products depends only on that row and the
 // expert's weights (the kernels' per-row contract) and the sum is in the
@@ -75,7 +80,7 @@ func (p *Pool) MoE(m *MoE, b *MoEBuffers, n int) {
 }
 
 func checkMoE(k *impl, m *MoE, b *MoEBuffers, n int) {
-	if len(m.Experts) == 0 || b.K <= 0 || b.K > len(m.Experts) {
+	if len(m.Experts) == 0 || b.K <= 0 {
 		panic(fmt.Sprintf("kernels: MoE of %d experts choosing %d", len(m.Experts), b.K))
 	}
 	e0 := &m.Experts[0]
@@ -102,7 +107,7 @@ func checkMoE(k *impl, m *MoE, b *MoEBuffers, n int) {
 			len(b.Dst), len(b.X), len(b.IDs), len(b.Weights), n, dim, b.K))
 	}
 	for i, id := range b.IDs {
-		if id < 0 || int(id) >= len(m.Experts) {
+		if int(id) >= len(m.Experts) {
 			panic(fmt.Sprintf("kernels: MoE: token %d chooses expert %d of %d", i/b.K, id, len(m.Experts)))
 		}
 	}
@@ -159,7 +164,9 @@ func (j *moeJobs) plan(p *Pool, m *MoE, b *MoEBuffers, n int) {
 	j.first = grow(j.first, ne)
 	clear(j.count)
 	for _, id := range b.IDs {
-		j.count[id]++
+		if id >= 0 {
+			j.count[id]++
+		}
 	}
 	used, off := 0, 0
 	for e, c := range j.count {
@@ -174,6 +181,10 @@ func (j *moeJobs) plan(p *Pool, m *MoE, b *MoEBuffers, n int) {
 	for t := range n {
 		for r := range kk {
 			id := b.IDs[t*kk+r]
+			if id < 0 { // another rank's expert
+				j.slot[t*kk+r] = -1
+				continue
+			}
 			s := j.first[id]
 			j.first[id]++
 			j.slot[t*kk+r], j.src[s] = int32(s), int32(t)
@@ -312,13 +323,18 @@ func (c *moeCombineJob) run(_, task int) {
 	d := c.dim
 	for t := task * c.rows; t < min((task+1)*c.rows, c.n); t++ {
 		out := c.dst[t*d : (t+1)*d]
+		first := true
 		for r := range c.kk {
-			w := c.w[t*c.kk+r]
-			y := c.ys[int(c.slot[t*c.kk+r])*d:][:d]
+			w, s := c.w[t*c.kk+r], c.slot[t*c.kk+r]
+			if s < 0 { // an expert another rank holds
+				continue
+			}
+			y := c.ys[int(s)*d:][:d]
 			if c.ids != nil {
 				addBiasRow(y, c.experts[c.ids[t*c.kk+r]].DownBias)
 			}
-			if r == 0 {
+			if first {
+				first = false
 				for i, v := range y {
 					out[i] = w * v
 				}
@@ -327,6 +343,9 @@ func (c *moeCombineJob) run(_, task int) {
 			for i, v := range y {
 				out[i] += float32(w * v) // the product rounded first: no fused multiply-add
 			}
+		}
+		if first { // no expert held here
+			clear(out)
 		}
 	}
 }

@@ -44,7 +44,8 @@ func newMoE(t *testing.T, r *rand.Rand, k *impl, gate, up, down gguf.Type, dim, 
 
 // moeReference runs each token alone through its experts with the
 // separate kernels (MatMulN of gate and up, the activation, MatMul of
-// down, on one thread) and sums the outputs by weight in rank order.
+// down, on one thread) and sums the outputs by weight in rank order,
+// leaving out the choices of experts held elsewhere (negative ids).
 func moeReference(k *impl, m *MoE, b *MoEBuffers, n int) []float32 {
 	e0 := m.Experts[0]
 	dim, hidden := e0.Gate.Cols, e0.Gate.Rows
@@ -55,7 +56,11 @@ func moeReference(k *impl, m *MoE, b *MoEBuffers, n int) []float32 {
 	for t := range n {
 		x := b.X[t*dim : (t+1)*dim]
 		o := out[t*dim : (t+1)*dim]
+		first := true
 		for r := range b.K {
+			if b.IDs[t*b.K+r] < 0 {
+				continue
+			}
 			e := m.Experts[b.IDs[t*b.K+r]]
 			ref.MatMulN([]MatMulOut{{gate, e.Gate}, {up, e.Up}}, x, 1)
 			if e.GateBias != nil {
@@ -69,12 +74,13 @@ func moeReference(k *impl, m *MoE, b *MoEBuffers, n int) []float32 {
 			}
 			w := b.Weights[t*b.K+r]
 			for i := range o {
-				if r == 0 {
+				if first {
 					o[i] = w * y[i]
 				} else {
 					o[i] += float32(w * y[i])
 				}
 			}
+			first = false
 		}
 	}
 	return out
@@ -107,14 +113,22 @@ func TestMoE(t *testing.T) {
 			m.Act = GLU(ci % 2)
 			for _, n := range fusedTokens() {
 				x := randVec(r, n*c.dim, 1)
-				routes := map[string]int{"random": c.experts, "one expert": 1, "two experts": min(2, c.experts)}
+				routes := map[string]int{"random": c.experts, "one expert": 1, "two experts": min(2, c.experts),
+					"some held elsewhere": c.experts}
 				for name, avail := range routes {
 					kc := min(c.choices, avail)
 					ids, w := randomRoutes(r, n, kc, avail)
-					if name != "random" {
+					switch name {
+					case "one expert", "two experts":
 						// The last experts, so that the first ones are unused.
 						for i := range ids {
 							ids[i] = int32(c.experts-avail) + ids[i]
+						}
+					case "some held elsewhere": // expert parallelism: a third of the choices another rank's
+						for i := range ids {
+							if ids[i]%3 == 1 || i%7 == 0 {
+								ids[i] = -1
+							}
 						}
 					}
 					b := &MoEBuffers{Dst: nanVec(n * c.dim), X: x, IDs: ids, Weights: w, K: kc}

@@ -165,6 +165,13 @@ type LoadOptions struct {
 	// rank must run the same forward passes in the same order. nil runs
 	// the whole model in this process.
 	TensorParallel Reducer
+	// ExpertParallel, with TensorParallel over several ranks, keeps each
+	// mixture-of-experts expert whole on one rank, the experts spread over
+	// the ranks in contiguous ranges (vLLM's --enable-expert-parallel),
+	// instead of splitting every expert over the ranks; attention and the
+	// router are split and replicated as without it. A model without
+	// experts, or one rank, ignores it.
+	ExpertParallel bool
 }
 
 // Reducer is what tensor parallelism needs from the communication layer

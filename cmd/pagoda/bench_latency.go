@@ -34,6 +34,7 @@ type latencyFlags struct {
 	seed       uint64
 	noRepack   bool
 	tpSize     int
+	ep         bool
 	dbo        sched.DBO
 	comm       dist.Comm // tensor parallelism (nil: one process)
 	exact      bool
@@ -170,6 +171,7 @@ func parseLatencyFlags(args []string, out io.Writer) (latencyFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random tokens")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the tests to this file")
 	fs.IntVar(&f.tpSize, "tensor-parallel-size", 1, tensorParallelHelp)
+	fs.BoolVar(&f.ep, "enable-expert-parallel", false, expertParallelHelp)
 	registerDBO(fs, &f.dbo)
 	if err := parseFlags(fs, args); err != nil {
 		return f, err
@@ -234,7 +236,7 @@ func readCost(path string) (modelCost, error) {
 func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
 	opts := model.LoadOptions{Threads: threads, ExactArithmetic: f.exact, NoRepack: f.noRepack}
 	if f.comm != nil {
-		opts.TensorParallel = f.comm
+		opts.TensorParallel, opts.ExpertParallel = f.comm, f.ep
 	}
 	m, _, err := model.Load(f.model, opts)
 	if err != nil {

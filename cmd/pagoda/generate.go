@@ -49,6 +49,7 @@ type generateFlags struct {
 	maxModelLen int
 	kvType      string
 	tpSize      int
+	ep          bool
 	dbo         sched.DBO
 }
 
@@ -75,6 +76,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.maxModelLen, "max-model-len", 0, "context length to allocate (0 = the model's)")
 	fs.StringVar(&g.kvType, "kv-cache-dtype", "f16", "KV cache element type: f32, f16, bf16 or q8_0 (llama.cpp's blocks: 8 bits and one f16 scale per 32 values)")
 	fs.IntVar(&g.tpSize, "tensor-parallel-size", 1, tensorParallelHelp)
+	fs.BoolVar(&g.ep, "enable-expert-parallel", false, expertParallelHelp)
 	registerDBO(fs, &g.dbo)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -119,7 +121,7 @@ func generate(g generateFlags, stdout, stderr io.Writer) error {
 	}
 	cfg := engine.DefaultConfig(g.model)
 	cfg.Threads, cfg.MaxModelLen, cfg.KVCacheType = g.threads, g.maxModelLen, kvType
-	cfg.ExactArithmetic, cfg.NoRepack, cfg.DBO = g.exact, g.noRepack, g.dbo
+	cfg.ExactArithmetic, cfg.NoRepack, cfg.DBO, cfg.ExpertParallel = g.exact, g.noRepack, g.dbo, g.ep
 	cfg.MaxNumSeqs, cfg.SwapSpace = 1, 0
 	lead, release, err := joinTensorParallel(g.tpSize, &cfg)
 	if !lead {

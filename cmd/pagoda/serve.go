@@ -220,7 +220,7 @@ func (f *serveFlags) config() (engine.Config, server.Options, error) {
 	cfg.EnablePrefixCaching = f.prefixCaching && !f.noPrefixCaching
 	cfg.EnforceEager, cfg.Bucketing, cfg.NoRepack, cfg.DBO = f.enforceEager, f.bucketing, f.noRepack, f.dbo
 	cfg.Bucketing.PrefixCaching = cfg.EnablePrefixCaching // vllm-gaudi reads vLLM's flag; buckets do not depend on it
-	cfg.ExactArithmetic = f.exact
+	cfg.ExactArithmetic, cfg.ExpertParallel = f.exact, f.vllm.expertParallel
 	if f.speculative != "" {
 		sc, err := engine.ParseSpeculativeConfig(f.speculative)
 		if err != nil {

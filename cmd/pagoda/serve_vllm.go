@@ -20,6 +20,7 @@ type vllmServeFlags struct {
 	seed                           optionalInt
 	tensorParallel, maxLogprobs    int
 	enableLogRequests, disableLogs bool
+	expertParallel                 bool // --enable-expert-parallel
 	disableAccessLog               bool
 	logLevel                       logLevel
 	origins, methods, headers      jsonList
@@ -33,6 +34,7 @@ func (v *vllmServeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.dtype, "dtype", "auto", "activation type: auto or float32 (= float); pagoda computes in float32")
 	fs.Var(&v.seed, "seed", "seed of the requests that bring none: each gets one derived from it and its arrival order (default: random)")
 	fs.IntVar(&v.tensorParallel, "tensor-parallel-size", 1, tensorParallelHelp)
+	fs.BoolVar(&v.expertParallel, "enable-expert-parallel", false, expertParallelHelp)
 	v.maxLogprobs = sample.MaxLogprobs
 	fs.IntVar(&v.maxLogprobs, "max-logprobs", v.maxLogprobs, "most logprobs, top_logprobs or prompt_logprobs a request may ask (400 beyond)")
 	fs.StringVar(&v.generationConfig, "generation-config", genConfigAuto,

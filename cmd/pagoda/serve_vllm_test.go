@@ -71,6 +71,13 @@ func TestServeVLLMFlags(t *testing.T) {
 		{name: "dbo from env", env: map[string]string{"PAGODA_ENABLE_DBO": "true"}, check: func(r result) bool { return r.cfg.DBO.Enable }},
 		{name: "dbo threshold", args: []string{"--enable-dbo", "--dbo-decode-token-threshold", "0"},
 			wantErr: "--dbo-decode-token-threshold must be ≥ 1, got 0"},
+		{name: "expert parallel off", args: []string{"--tensor-parallel-size", "2"}, check: func(r result) bool { return !r.cfg.ExpertParallel }},
+		{name: "expert parallel", args: []string{"--tensor-parallel-size", "2", "--enable-expert-parallel"},
+			check: func(r result) bool { return r.cfg.ExpertParallel && r.f.vllm.tensorParallel == 2 }},
+		// vLLM accepts it with one rank (an expert-parallel group of one): a no-op
+		{name: "expert parallel one rank", args: []string{"--enable-expert-parallel"}, check: func(r result) bool { return r.cfg.ExpertParallel }},
+		{name: "expert parallel from env", env: map[string]string{"PAGODA_ENABLE_EXPERT_PARALLEL": "1"},
+			check: func(r result) bool { return r.cfg.ExpertParallel }},
 		{name: "partial prefills", args: []string{"--long_prefill_token_threshold", "300", "--max-num-partial-prefills=3",
 			"--max-long-partial-prefills", "2"}, check: func(r result) bool {
 			return r.cfg.LongPrefillTokenThreshold == 300 && r.cfg.MaxNumPartialPrefills == 3 && r.cfg.MaxLongPartialPrefills == 2

@@ -36,7 +36,7 @@ func serveHelpGroups() []flagGroup {
 		{key: "cache", vllm: "CacheConfig", title: "KV cache", lines: flagLines("block-size", "kv-cache-memory",
 			"num-gpu-blocks-override", "swap-space", "kv-cache-dtype", "enable-prefix-caching no-enable-prefix-caching")},
 		{key: "parallel", vllm: "ParallelConfig", title: "Parallelism", lines: flagLines("tensor-parallel-size",
-			"tp-step-timeout", "enable-dbo", "dbo-decode-token-threshold", "dbo-prefill-token-threshold", "threads")},
+			"enable-expert-parallel", "tp-step-timeout", "enable-dbo", "dbo-decode-token-threshold", "dbo-prefill-token-threshold", "threads")},
 		{key: "compilation", vllm: "CompilationConfig", title: "Step plans and shape buckets",
 			lines: append(flagLines("bucketing-strategy", "max-capture-tokens", "merged-prefill", "long-context",
 				"contiguous-pa"), patternLine("{prompt,decode}-{bs,seq,block}-bucket-{min,step,max}", "N",

@@ -69,6 +69,10 @@ func follow(cfg engine.Config, comm dist.Comm) error {
 	return engine.Follow(cfg, comm)
 }
 
+// expertParallelHelp is --enable-expert-parallel's help.
+const expertParallelHelp = "expert parallelism: with --tensor-parallel-size N, each rank holds 1/N of every layer's experts whole " +
+	"(contiguous ranges) instead of a slice of each; no effect with one rank or a model without experts"
+
 // registerDBO registers vLLM's dual-batch overlap flags on fs, into d
 // (which starts as sched.DefaultDBO()).
 func registerDBO(fs *flag.FlagSet, d *sched.DBO) {

@@ -69,8 +69,15 @@ func onRanks(n int, f func(r int)) {
 // the logits and, at the end, every rank's KV cache must be bit-identical.
 func checkDBO(t *testing.T, path string, n int, steps int) {
 	t.Helper()
+	checkDBOWith(t, path, n, steps, Options{Threads: 2})
+}
+
+// checkDBOWith is checkDBO with the models opened with opt (its
+// TensorParallel set per rank).
+func checkDBOWith(t *testing.T, path string, n int, steps int, opt Options) {
+	t.Helper()
 	const bs = 4
-	off, on := openTP(t, path, n, Options{Threads: 2}), openTP(t, path, n, Options{Threads: 2})
+	off, on := openTP(t, path, n, opt), openTP(t, path, n, opt)
 	vocab := off[0].Config().VocabSize
 	kvs := make([][2]*model.KVCache, n)
 	for r := range n {

@@ -99,13 +99,19 @@ func shareToken(tp model.Reducer, id int32) int32 {
 // len(ms) in-process ranks and returns rank 0's ids and log-softmax rows.
 func tpGreedy(t *testing.T, ms []*Model, prompt []int32, steps int) ([]int32, [][]float64) {
 	t.Helper()
+	return tpGreedyKV(t, ms, prompt, steps, model.KVF32)
+}
+
+// tpGreedyKV is tpGreedy with a KV cache of type typ.
+func tpGreedyKV(t *testing.T, ms []*Model, prompt []int32, steps int, typ model.KVType) ([]int32, [][]float64) {
+	t.Helper()
 	var ids []int32
 	var rows [][]float64
 	var wg sync.WaitGroup
 	errs := make([]string, len(ms))
 	for r, m := range ms {
 		wg.Go(func() {
-			kv, err := m.NewKVCache(64, 16, model.KVF32)
+			kv, err := m.NewKVCache(64, 16, typ)
 			if err != nil {
 				errs[r] = err.Error()
 				return

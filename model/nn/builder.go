@@ -214,12 +214,15 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 	}
 	var err error
 	if tp := opt.TensorParallel; tp != nil && tp.Size() > 1 {
-		if m.local, err = localConfig(cfg, tp.Size()); err != nil {
+		if m.local, err = localConfig(cfg, tp.Size(), opt.ExpertParallel); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
 		}
 		m.kvLayout = m.local.KVLayout()
 		m.tp = shard{comm: tp, rank: tp.Rank(), size: tp.Size()}
 		for i := range m.layers {
+			if e := m.layers[i].MoE; e != nil && opt.ExpertParallel {
+				e.keepExperts(ExpertRange(len(e.Experts), m.tp.rank, m.tp.size))
+			}
 			for _, l := range m.layers[i].linears() {
 				if err := l.split(m.tp.rank, m.tp.size); err != nil {
 					return nil, fmt.Errorf("%s: %w", cfg.Arch, err)
@@ -230,6 +233,7 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 			}
 		}
 	}
+	m.shardBytes = m.weightBytes()
 	m.packWeights(arithmeticOf(opt))
 	for i := range m.layers {
 		if e := m.layers[i].MoE; e != nil {

@@ -24,7 +24,9 @@
 //   - MoE: a mixture of experts in place of the FFN: a router, top-k
 //     gating (softmax then top-k with renormalisation; top-k then softmax),
 //     gated experts run grouped by expert as one pool job (kernels.Pool.MoE),
-//     each token's expert outputs summed in the rank order of its choices.
+//     each token's expert outputs summed in the rank order of its choices;
+//     under tensor parallelism split like an FFN, or whole experts per
+//     rank with Options.ExpertParallel (ExpertRange).
 //   - Block: pre-norms, optional post-norms (Gemma 2/3: the block output
 //     is normalised before the residual add), attention and FFN; or
 //     BERT's post-layer-norm (LayerNorm with bias after each residual

@@ -29,6 +29,11 @@ type Options struct {
 	// TensorParallel loads one rank's shard (see Linear's roles); nil or
 	// one rank is the whole model.
 	TensorParallel model.Reducer
+	// ExpertParallel, with TensorParallel over several ranks, gives each
+	// rank whole experts (MoE: a contiguous range of each layer's, see
+	// ExpertRange) instead of a slice of every expert; no effect
+	// otherwise.
+	ExpertParallel bool
 	// ContextLen is model.LoadOptions.ContextLen.
 	ContextLen int
 }
@@ -38,7 +43,7 @@ type Options struct {
 // for.
 func OptionsOf(o model.LoadOptions) Options {
 	opt := Options{Threads: o.Threads, ExactArithmetic: o.ExactArithmetic, NoRepack: o.NoRepack,
-		TensorParallel: o.TensorParallel, ContextLen: o.ContextLen}
+		TensorParallel: o.TensorParallel, ExpertParallel: o.ExpertParallel, ContextLen: o.ContextLen}
 	switch {
 	case o.FlashAttention:
 		opt.Attention = kernels.AttnFlash
@@ -80,6 +85,8 @@ type Model struct {
 	s     [2]scratch // one per micro-batch (dual-batch overlap); Forward uses s[0]
 	micro [2]ubatch
 	attnT attnTimer // model.AttentionTimer; guarded by mu
+
+	shardBytes int64 // ShardBytes
 }
 
 // Config returns the model's shape.

@@ -39,8 +39,15 @@ const minTopKSum = 6.103515625e-5
 // with each expert a gated feed-forward (Gate, Up, Down, Act). The
 // experts split over tensor-parallel ranks as dense feed-forwards do
 // (Megatron: every expert's Gate and Up by hidden units, Down by input
-// columns; the router is replicated, so every rank routes alike), and
-// their weights are packed for the arithmetic like every Linear. A step's
+// columns; the router is replicated, so every rank routes alike), or,
+// with expert parallelism (Options.ExpertParallel), stay whole, each rank
+// holding a contiguous range of them (ExpertRange) and running only the
+// choices of its experts: its partial sum, in the rank order of those
+// choices, goes into the block's all-reduce as Down's partial products
+// do (with Megatron's split, y is a sum over ranks of partial products;
+// with experts', a sum over ranks of partial sums of whole experts: the
+// two round differently). Their weights are packed for the arithmetic
+// like every Linear. A step's
 // tokens are grouped by expert (kernels.Pool.MoE), each used expert's
 // weights read once for all its tokens; a token's result depends only on
 // its own row (the sum in rank order, never in arrival order).
@@ -48,8 +55,9 @@ const minTopKSum = 6.103515625e-5
 // Extension points: Gating (gpt-oss's top-k-then-softmax), Router.Bias
 // (gpt-oss's router bias), the experts' biases (gpt-oss's
 // ffn_*_exps.bias, Experts[i].Gate/Up/Down.Bias: split with their
-// matrices, Down's kept by rank 0), Act (an activation per family);
-// expert parallelism (whole experts per rank) is not there yet.
+// matrices, Down's kept by rank 0, or whole by the rank holding the
+// expert under expert parallelism: added exactly once), Act (an
+// activation per family).
 type MoE struct {
 	Router   Linear // (experts, Dim) ffn_gate_inp, replicated
 	Experts  []FFN  // ffn_gate_exps/ffn_up_exps/ffn_down_exps, one slice each
@@ -59,6 +67,45 @@ type MoE struct {
 	Act      kernels.GLU // the experts' gate activation
 
 	kern kernels.MoE // the experts as the kernels read them (prepare)
+	// Expert parallelism: Experts are experts [first, first+len(Experts))
+	// of total; total is 0 when this rank holds them all.
+	first, total int
+}
+
+// count is the number of experts the router chooses among.
+func (e *MoE) count() int {
+	if e.total > 0 {
+		return e.total
+	}
+	return len(e.Experts)
+}
+
+// keepExperts makes e hold only experts [lo, hi), whole (expert
+// parallelism): their matrices are no longer split, and each keeps its
+// down bias.
+func (e *MoE) keepExperts(lo, hi int) {
+	e.first, e.total = lo, len(e.Experts)
+	e.Experts = e.Experts[lo:hi:hi]
+	for i := range e.Experts {
+		f := &e.Experts[i]
+		f.Gate.Role, f.Up.Role, f.Down.Role = Replicated, Replicated, Replicated
+	}
+}
+
+// localIDs maps the routed expert ids to this rank's experts, -1 for the
+// others' (kernels.MoEBuffers.IDs); nothing without expert parallelism.
+func (e *MoE) localIDs(ids []int32) {
+	if e.total == 0 {
+		return
+	}
+	lo, hi := int32(e.first), int32(e.first+len(e.Experts))
+	for i, id := range ids {
+		if id >= lo && id < hi {
+			ids[i] = id - lo
+		} else {
+			ids[i] = -1
+		}
+	}
 }
 
 // linears lists the router and every expert's matrices.
@@ -86,7 +133,7 @@ func (e *MoE) prepare() {
 // std::sort leaves unspecified, to the lower id), ggml_get_rows of the
 // probabilities, then ggml_sum_rows (a float64 sum), the clamp and ggml_div.
 func (e *MoE) Route(logits []float32, ids []int32, weights []float32, n int) {
-	ne, k := len(e.Experts), e.K
+	ne, k := e.count(), e.K
 	for t := range n {
 		row := logits[t*ne : (t+1)*ne]
 		if e.Router.Bias != nil {
@@ -155,13 +202,14 @@ func topK(row []float32, ids []int32) {
 // routing on the caller, then the experts (one pool job).
 func (m *Model) moe(s *scratch, ly *Block, x, dst []float32, nr int) {
 	c, e := &m.local, ly.MoE
-	d, ne := nr*c.Dim, len(e.Experts)
+	d, ne := nr*c.Dim, e.count()
 	normed := s.xb[:d]
 	logits, ids, w := s.route[:nr*ne], s.ids[:nr*e.K], s.weights[:nr*e.K]
 	s.mm[0] = kernels.MatMulOut{Dst: logits, W: e.Router.W}
 	m.pool.NormMatMulN(s.mm[:1], normed, x, ly.FFNNorm, c.RMSEps, nr)
 	m.tp.progress()
 	e.Route(logits, ids, w, nr)
+	e.localIDs(ids)
 	s.moeb = kernels.MoEBuffers{Dst: dst, X: normed, IDs: ids, Weights: w, K: e.K}
 	m.pool.MoE(&e.kern, &s.moeb, nr)
 	s.moeb = kernels.MoEBuffers{}
@@ -172,7 +220,7 @@ func (m *Model) moe(s *scratch, ly *Block, x, dst []float32, nr int) {
 func moeSizes(layers []Block) (experts, k int) {
 	for i := range layers {
 		if e := layers[i].MoE; e != nil {
-			experts, k = max(experts, len(e.Experts)), max(k, e.K)
+			experts, k = max(experts, e.count()), max(k, e.K)
 		}
 	}
 	return experts, k

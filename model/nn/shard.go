@@ -79,8 +79,9 @@ func (sh *shard) logits() bool { return sh.rank == 0 }
 
 // localConfig checks that c divides over n ranks and returns one rank's
 // shape: Heads, KVHeads, HiddenDim and ExpertHiddenDim divided by n, the
-// rest unchanged.
-func localConfig(c model.Config, n int) (model.Config, error) {
+// rest unchanged. With expert parallelism (ep) the experts stay whole
+// (ExpertHiddenDim unchanged) and there must be an expert for each rank.
+func localConfig(c model.Config, n int, ep bool) (model.Config, error) {
 	if c.Heads%n != 0 || c.KVHeads%n != 0 {
 		return c, fmt.Errorf("tensor parallelism over %d ranks needs the query heads (%d) and the KV heads (%d) to be divisible by %d",
 			n, c.Heads, c.KVHeads, n)
@@ -88,11 +89,30 @@ func localConfig(c model.Config, n int) (model.Config, error) {
 	if c.HiddenDim%n != 0 {
 		return c, fmt.Errorf("tensor parallelism over %d ranks needs the feed-forward length (%d) to be divisible by %d", n, c.HiddenDim, n)
 	}
-	if c.ExpertHiddenDim%n != 0 {
+	switch {
+	case ep && c.Experts > 0 && c.Experts < n:
+		return c, fmt.Errorf("expert parallelism over %d ranks needs at least %d experts, not %d", n, n, c.Experts)
+	case !ep && c.ExpertHiddenDim%n != 0:
 		return c, fmt.Errorf("tensor parallelism over %d ranks needs the expert feed-forward length (%d) to be divisible by %d", n, c.ExpertHiddenDim, n)
 	}
-	c.Heads, c.KVHeads, c.HiddenDim, c.ExpertHiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n, c.ExpertHiddenDim/n
+	c.Heads, c.KVHeads, c.HiddenDim = c.Heads/n, c.KVHeads/n, c.HiddenDim/n
+	if !ep {
+		c.ExpertHiddenDim /= n
+	}
 	return c, nil
+}
+
+// ExpertRange returns the experts [lo, hi) rank r of n holds under expert
+// parallelism: contiguous ranges (vLLM's default linear placement), the
+// first experts%n ranks holding one more.
+func ExpertRange(experts, r, n int) (lo, hi int) {
+	base, extra := experts/n, experts%n
+	lo = r*base + min(r, extra)
+	hi = lo + base
+	if r < extra {
+		hi++
+	}
+	return lo, hi
 }
 
 // colsOf returns columns [r·C/n, (r+1)·C/n) of w as a new matrix. The
@@ -116,4 +136,24 @@ func colsOf(w kernels.Weight, r, n int) (kernels.Weight, error) {
 	}
 	out := kernels.Weight{Type: w.Type, Data: data, Rows: w.Rows, Cols: k}
 	return out, out.Validate()
+}
+
+// ShardBytes is the size of this rank's weights in the file's formats
+// (before any packing): its part of every layer's matrices and biases,
+// the token embeddings, and the output projection when it is a tensor of
+// its own and this rank computes the logits.
+func (m *Model) ShardBytes() int64 { return m.shardBytes }
+
+// weightBytes computes ShardBytes after the split.
+func (m *Model) weightBytes() int64 {
+	n := int64(len(m.embd.Data))
+	if m.untied && m.tp.logits() {
+		n += int64(len(m.output.Data))
+	}
+	for i := range m.layers {
+		for _, l := range m.layers[i].linears() {
+			n += int64(len(l.W.Data)) + 4*int64(len(l.Bias))
+		}
+	}
+	return n
 }
