@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,19 +60,29 @@ type compiler struct {
 	ruleIdx  map[string]int32
 	setIdx   map[byteSet]int32
 	classIdx map[string]int32
+	rawClass map[string]elem // a class as written (neg, then its ranges' bytes) → its elem
 	owner    string
+	classKey []byte
 	aux      int
+	visits   int // nodes emitted (a shared node each time)
 	err      error
 }
 
 func compileRules(rules []rule, m *meter) (*program, error) {
-	c := &compiler{p: &program{}, m: m, ruleIdx: map[string]int32{}, setIdx: map[byteSet]int32{}, classIdx: map[string]int32{}}
+	p, _, err := compileRulesCount(rules, m)
+	return p, err
+}
+
+// compileRulesCount is compileRules, also counting the expression nodes it emitted (a node
+// the rules share, each time).
+func compileRulesCount(rules []rule, m *meter) (*program, int, error) {
+	c := &compiler{p: &program{}, m: m, ruleIdx: map[string]int32{}, setIdx: map[byteSet]int32{}, classIdx: map[string]int32{}, rawClass: map[string]elem{}}
 	for _, r := range rules {
 		c.ruleIdx[r.name] = c.newRule(r.name)
 	}
 	root, ok := c.ruleIdx["root"]
 	if !ok {
-		return nil, fmt.Errorf("grammar: no rule named root")
+		return nil, 0, fmt.Errorf("grammar: no rule named root")
 	}
 	c.p.root = root
 	for _, r := range rules {
@@ -85,17 +96,17 @@ func compileRules(rules []rule, m *meter) (*program, error) {
 			c.addAlt(idx, c.emit(r.body, nil))
 		}
 		if c.err != nil {
-			return nil, c.err
+			return nil, 0, c.err
 		}
 	}
 	m.charge(3 * len(c.p.elems)) // the two checks below are linear
 	if err := c.p.checkLeftRecursion(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := c.p.prune(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return c.p, nil
+	return c.p, c.visits + len(rules), nil
 }
 
 func (c *compiler) newRule(name string) int32 {
@@ -138,6 +149,7 @@ func (c *compiler) term(s byteSet) elem {
 // emit appends the elems of n to out.
 func (c *compiler) emit(n *node, out []elem) []elem {
 	c.m.charge(1)
+	c.visits++
 	switch n.kind {
 	case nLit:
 		for i := 0; i < len(n.s); i++ {
@@ -218,8 +230,27 @@ func (c *compiler) repeat(n *node, out []elem) []elem {
 // class emits a code point class: one byte set when it is ASCII only, else a call of a rule
 // whose alternatives are the ASCII byte set and a call of the rule of the class's
 // multi-byte code points (their UTF-8 byte sequences), which classes with the same
-// non-ASCII part share.
+// non-ASCII part share. A class written as one before is its elem (schemas repeat a few
+// classes many times).
 func (c *compiler) class(n *node) elem {
+	key := c.classKey[:0]
+	if n.neg {
+		key = append(key, 1)
+	} else {
+		key = append(key, 0)
+	}
+	key = append(key, setKey(n.ranges)...)
+	c.classKey = key
+	if e, ok := c.rawClass[string(key)]; ok {
+		return e
+	}
+	e := c.newClass(n)
+	c.rawClass[string(key)] = e
+	return e
+}
+
+// newClass is class for a class not met before.
+func (c *compiler) newClass(n *node) elem {
 	rs := normalizeClass(n)
 	var ascii byteSet
 	var multi []rune
@@ -240,7 +271,8 @@ func (c *compiler) class(n *node) elem {
 	if ascii.empty() {
 		return elem{kind: kRef, arg: m}
 	}
-	key := fmt.Sprintf("%x:%d", ascii, m)
+	key := string(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(
+		[]byte{':'}, ascii[0]), ascii[1]), uint32(m)))
 	if r, ok := c.classIdx[key]; ok {
 		return elem{kind: kRef, arg: r}
 	}
@@ -254,12 +286,7 @@ func (c *compiler) class(n *node) elem {
 // multiByte is the rule of the code points in the ranges (all ≥ 0x80): one alternative per
 // UTF-8 byte-range sequence.
 func (c *compiler) multiByte(rs []rune) int32 {
-	var kb strings.Builder
-	for _, r := range rs {
-		kb.WriteString(strconv.FormatInt(int64(r), 36))
-		kb.WriteByte(',')
-	}
-	key := kb.String()
+	key := string(append([]byte{','}, setKey(rs)...))
 	if r, ok := c.classIdx[key]; ok {
 		return r
 	}

@@ -23,11 +23,11 @@ func newGrammar(rules []rule) (*Grammar, error) {
 // newGrammarMeter compiles rules, charging m (whose limit it reports as a *LimitError).
 func newGrammarMeter(rules []rule, m *meter) (g *Grammar, err error) {
 	defer catchLimit(&err)
-	p, err := compileRules(rules, m)
+	p, nodes, err := compileRulesCount(rules, m)
 	if err != nil {
 		return nil, err
 	}
-	return &Grammar{rules: rules, prog: p, work: m.used(), astBytes: astBytes(rules)}, nil
+	return &Grammar{rules: rules, prog: p, work: m.used(), astBytes: astBytes(rules, nodes)}, nil
 }
 
 // Work is the work units building g took (see MaxCompileWork).
@@ -46,16 +46,17 @@ func (g *Grammar) MemoryBytes() int {
 	return n + g.astBytes + 128
 }
 
-// astBytes estimates the memory of the rules' expression trees (shared nodes once).
-func astBytes(rules []rule) int {
-	seen := map[*node]bool{}
+// astBytes estimates the memory of the rules' expression trees (shared nodes once); nodes
+// is about how many there are (the map of those seen is made that big at once).
+func astBytes(rules []rule, nodes int) int {
+	seen := make(map[*node]struct{}, nodes)
 	n := 0
 	var walk func(x *node)
 	walk = func(x *node) {
-		if seen[x] {
+		if _, ok := seen[x]; ok {
 			return
 		}
-		seen[x] = true
+		seen[x] = struct{}{}
 		n += 96 + len(x.s) + 4*len(x.ranges) + 8*len(x.kids)
 		for _, k := range x.kids {
 			walk(k)

@@ -191,7 +191,7 @@ func (c *Compiled) walk(n, s int32, mask []uint64) {
 		for _, t := range v.toks[v.tokStart[ch]:v.tokStart[ch+1]] {
 			mask[t>>6] |= 1 << (t & 63)
 		}
-		if !c.states[ns].final {
+		if ns != c.finalID && v.childStart[ch+1] > v.childStart[ch] { // not a leaf
 			c.walk(ch, ns, mask)
 		}
 	}
@@ -274,8 +274,12 @@ func (c *Compiled) takesAll(n, s int32, relaxed bool) (dead uint32, all, fresh, 
 	}
 	// a state that changes with every character but never refuses one (a pattern searched
 	// for, before its match) takes every token of plain characters; not tried on the exact
-	// form of a state with counters (each count is a new state: bulk tries the relaxed form)
-	if v.subEnd[n]-n >= plainMin && (relaxed || c.relaxedID(s) == s) && ascii[0]&^plainASCII[0] == 0 && ascii[1]&^plainASCII[1] == 0 && c.livePlain(s, relaxed) {
+	// form of a state with counters (each count is a new state: bulk tries the relaxed form).
+	// The answer costs up to a few thousand steps, so it is sought for big subtrees only;
+	// once known (an exact state livePlain met from one above), it serves any subtree.
+	if ascii[0]&^plainASCII[0] == 0 && ascii[1]&^plainASCII[1] == 0 &&
+		(!relaxed && c.states[s].plain > 0 && c.relaxedID(s) == s ||
+			v.subEnd[n]-n >= plainMin && (relaxed || c.relaxedID(s) == s) && c.livePlain(s, relaxed)) {
 		return dead, false, relaxed && c.states[s].freshMin > 0, true
 	}
 	return 0, false, false, false

@@ -77,6 +77,7 @@ type Compiled struct {
 	satur     int32   // abstract counters saturate here: longer than any token, plus 2
 
 	states     []*state
+	finalID    int32                  // the final state's id (-1: not met yet); walk reads it, not the state
 	stateIdx   map[string]int32       // state key (the set's bytes) → id
 	classIdx   map[string]*[256]uint8 // the top byte sets of a state (their ids) → byteClasses
 	unitStarts map[int32][]int32      // per repeated rule: see beginsUnit
@@ -160,7 +161,7 @@ func (c *Compiled) warm() (err error) {
 
 func compile(g *Grammar, v *Vocab, limit int64) (c *Compiled, err error) {
 	c = &Compiled{g: g, p: g.prog, v: v, nodes: []stackNode{{}}, intern: map[uint64]int32{}, internCnt: map[frameKey]int32{},
-		mark: []uint32{0}, stateIdx: map[string]int32{}, cacheLimit: maxCacheBytes, satur: int32(v.maxLen + 2)}
+		mark: []uint32{0}, stateIdx: map[string]int32{}, finalID: -1, cacheLimit: maxCacheBytes, satur: int32(v.maxLen + 2)}
 	defer catchLimit(&err)
 	c.setFuel(limit, compileWork)
 	c.gen++
@@ -182,6 +183,9 @@ func (c *Compiled) stateOf(set []int32) int32 {
 	}
 	st := &state{set: slices.Clone(set), final: len(set) == 1 && set[0] == 0, counted: c.anyCounted(set)}
 	id := int32(len(c.states))
+	if st.final {
+		c.finalID = id
+	}
 	c.states = append(c.states, st)
 	c.stateIdx[string(setKey(st.set))] = id
 	c.cacheBytes += int(unsafe.Sizeof(*st)) + 8*len(set)
@@ -316,6 +320,7 @@ func (c *Compiled) anyCounted(set []int32) bool {
 
 func (c *Compiled) resetCacheLocked() {
 	c.states = nil
+	c.finalID = -1
 	clear(c.stateIdx)
 	clear(c.classIdx)
 	c.cacheBytes = 0

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"regexp/syntax"
 	"slices"
-	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // rxDFA is a deterministic automaton over code points, for the string constraints that a
@@ -180,19 +179,15 @@ func (b *dfaBuilder) acceptsAtEnd(pc uint32, atStart bool, depth int) bool {
 }
 
 func (b *dfaBuilder) state(set []uint32, atStart bool) (int32, error) {
-	var key strings.Builder
-	for _, pc := range set {
-		key.WriteString(strconv.FormatUint(uint64(pc), 36))
-		key.WriteByte(',')
-	}
-	if id, ok := b.index[key.String()]; ok {
+	key := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(set))), 4*len(set))
+	if id, ok := b.index[string(key)]; ok {
 		return id, nil
 	}
 	if len(b.sets) >= maxDFAStates {
 		return 0, errDFATooLarge
 	}
 	id := int32(len(b.sets))
-	b.index[key.String()] = id
+	b.index[string(key)] = id
 	b.sets = append(b.sets, set)
 	acc := false
 	for _, pc := range set {
@@ -383,17 +378,19 @@ func (a *rxDFA) minimize() *rxDFA {
 			class[i] = 1
 		}
 	}
+	sigs := map[string]int32{}
 	for {
-		sigs := map[string]int32{}
+		clear(sigs)
 		next := make([]int32, len(a.states))
-		var b strings.Builder
+		// a state's signature: its class, then per edge to a live state either the
+		// extension of the edge before (same class, adjacent: 0, hi) or 1, class, lo, hi
+		var b []int32
 		for i, s := range a.states {
 			if class[i] < 0 {
 				next[i] = -1
 				continue
 			}
-			b.Reset()
-			fmt.Fprintf(&b, "%d|", class[i])
+			b = append(b[:0], class[i])
 			lastTo, lastHi := int32(-2), rune(-2)
 			for _, e := range s.edges {
 				to := class[e.to]
@@ -402,17 +399,17 @@ func (a *rxDFA) minimize() *rxDFA {
 				}
 				if to == lastTo && e.lo == lastHi+1 {
 					lastHi = e.hi
-					fmt.Fprintf(&b, "-%d", e.hi)
+					b = append(b, 0, e.hi)
 					continue
 				}
-				fmt.Fprintf(&b, ";%d:%d-%d", to, e.lo, e.hi)
+				b = append(b, 1, to, e.lo, e.hi)
 				lastTo, lastHi = to, e.hi
 			}
-			k := b.String()
-			id, ok := sigs[k]
+			k := setKey(b)
+			id, ok := sigs[string(k)]
 			if !ok {
 				id = int32(len(sigs))
-				sigs[k] = id
+				sigs[string(k)] = id
 			}
 			next[i] = id
 		}
@@ -464,11 +461,13 @@ func (a *rxDFA) minimize() *rxDFA {
 }
 
 func countClasses(class []int32) int {
-	seen := map[int32]bool{}
+	seen := make([]bool, len(class)+2) // classes are below the states' count, or 0 and 1
+	n := 0
 	for _, c := range class {
-		if c >= 0 {
+		if c >= 0 && !seen[c] {
 			seen[c] = true
+			n++
 		}
 	}
-	return len(seen)
+	return n
 }
