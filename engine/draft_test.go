@@ -149,6 +149,7 @@ func TestDraftModelGreedySelf(t *testing.T) {
 // model as its own draft (nearly every proposal of a greedy request
 // accepted) and with a synthetic draft of its vocabulary (nearly none).
 func TestDraftModelSmolLM2(t *testing.T) {
+	heavy(t)
 	path := testmodel.Default(t)
 	fast := fastArithmetic
 	base := newTestEngine(t, path, fast)

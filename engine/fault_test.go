@@ -103,6 +103,7 @@ func sameOutput(a, b RequestOutput) bool {
 // finished exactly once, every request not aborted gave exactly the
 // output it gives alone, and no block leaked.
 func TestFaultInjection(t *testing.T) {
+	heavy(t)
 	runs := 3000
 	switch {
 	case testing.Short() && raceEnabled:
@@ -110,7 +111,7 @@ func TestFaultInjection(t *testing.T) {
 	case testing.Short():
 		runs = 1000
 	}
-	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen, c.ExactArithmetic, c.Threads = 8, 64, false, 1 })
+	ref := newTestEngine(t, testmodel.Stories(t), func(c *Config) { c.MaxNumSeqs, c.MaxModelLen, c.ExactArithmetic = 8, 64, false })
 	preempted, swapped := int64(0), int64(0)
 	for run := range runs {
 		p, s := faultRun(t, ref, run)
@@ -139,7 +140,6 @@ func faultRun(t *testing.T, ref *Engine, run int) (preempted, swapped int64) {
 	rng := rand.New(rand.NewPCG(uint64(run), 77))
 	e := newTestEngine(t, testmodel.Stories(t), func(c *Config) {
 		c.NumBlocksOverride, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.MaxModelLen = 8+rng.IntN(8), 6, 32, 64
-		c.Threads = 1                               // stories260K's layers are too small to share: one thread spends 10% less CPU
 		c.ExactArithmetic = false                   // the fast arithmetic `pagoda serve` runs (the reference runs it too)
 		c.SwapSpace = int64(rng.IntN(3)) * 80 << 10 // none, 4 or 8 host blocks
 	})

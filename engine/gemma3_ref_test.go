@@ -23,6 +23,7 @@ var gemma3Arithmetics = []teacherArithmetic{
 // prompt in one batch) on the real Gemma 3 270M teacher-forced, as
 // TestSmolLM2TeacherForced does.
 func TestGemma3TeacherForced(t *testing.T) {
+	heavy(t)
 	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.teacher.json"))
 	if testing.Short() {
 		ref.Cases = ref.Cases[:4]
@@ -35,6 +36,7 @@ func TestGemma3TeacherForced(t *testing.T) {
 // last tokens attend to positions the global layers see and the local
 // ones must not.
 func TestGemma3SlidingWindow(t *testing.T) {
+	heavy(t)
 	ref := readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.long.json"))
 	checkTeacherForced(t, testmodel.Gemma3(t), ref, 1024, gemma3Arithmetics)
 }
@@ -44,6 +46,7 @@ func TestGemma3SlidingWindow(t *testing.T) {
 // its single-token decode graph, which the exact arithmetic reproduces op
 // for op): the same ids on every prompt, log-probabilities within 1e-4.
 func TestGemma3Greedy(t *testing.T) {
+	heavy(t)
 	checkGreedy(t, testmodel.Gemma3(t), readReference(t, testmodel.RepoFile(t, "testdata/reference/gemma3-270m-q4_k_m.json")))
 }
 

@@ -5,11 +5,27 @@ import (
 	"encoding/json"
 	"os"
 	_ "pagoda/model/archs" // registers every architecture
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"pagoda/model"
 )
+
+// heavyTests holds the names of the top-level tests marked heavy.
+var heavyTests sync.Map
+
+// heavy marks t as one of the package's long tests: it runs in parallel
+// with the other heavy ones (t.Parallel, at most GOMAXPROCS at once), and
+// every engine it builds with newTestEngine runs one thread, so that two of
+// them share a 2-core machine without oversubscribing the kernels' pools.
+// Results do not depend on the thread count (the kernels' tests check that
+// bit for bit).
+func heavy(t *testing.T) {
+	heavyTests.Store(t.Name(), true)
+	t.Parallel()
+}
 
 // newTestEngine builds an engine over path with cfg adjusted by mutate, and
 // checks at cleanup that it leaked no block.
@@ -22,6 +38,9 @@ func newTestEngine(t testing.TB, path string, mutate func(*Config)) *Engine {
 	cfg.ExactArithmetic = true // the references are llama.cpp's
 	if mutate != nil {
 		mutate(&cfg)
+	}
+	if _, ok := heavyTests.Load(strings.SplitN(t.Name(), "/", 2)[0]); ok {
+		cfg.Threads = 1
 	}
 	e, err := New(cfg)
 	if err != nil {

@@ -20,6 +20,7 @@ func hybridModel(t *testing.T) string {
 // recompute and by swap — give exactly the tokens each gives alone, and
 // every block comes back (runAll checks the invariants of both groups).
 func TestHybridKVCacheGroups(t *testing.T) {
+	heavy(t)
 	path := hybridModel(t)
 	prefix := make([]int32, 37)
 	for i := range prefix {

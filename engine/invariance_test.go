@@ -48,6 +48,7 @@ func invarianceWorkload(t *testing.T, e *Engine, n int, params func(i int) Sampl
 // prompt chunked to the threshold, prefills capped) — give exactly the
 // tokens each gives alone.
 func TestBatchInvarianceSmolLM2(t *testing.T) {
+	heavy(t)
 	n := 32
 	if testing.Short() {
 		n = 8

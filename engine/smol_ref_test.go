@@ -12,5 +12,6 @@ import (
 // off), with all prompts running together in one engine at the default
 // settings, and every chosen logprob within 1e-4.
 func TestSmolLM2Reference(t *testing.T) {
+	heavy(t)
 	checkGreedy(t, testmodel.Default(t), readReference(t, testmodel.SmolReference(t)))
 }

@@ -222,6 +222,7 @@ func TestSpeculativeConfig(t *testing.T) {
 // greedy and seeded, alone and together, give plain decoding's tokens and
 // logprobs with either proposer.
 func TestSpeculativeIdentitySmolLM2(t *testing.T) {
+	heavy(t)
 	path := testmodel.Default(t)
 	base := newTestEngine(t, path, fastArithmetic)
 	reqs := smolChatRequests(base, 40, func(i int) bool { return i%2 == 1 },
@@ -251,6 +252,7 @@ func TestSpeculativeIdentitySmolLM2(t *testing.T) {
 // checked against the sampled (masked) tokens; the outputs are plain
 // decoding's.
 func TestSpeculativeStructured(t *testing.T) {
+	heavy(t)
 	path := testmodel.Default(t)
 	g, err := grammar.FromJSONSchema([]byte(`{"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string", "enum": ["red", "green", "blue"]}}}, "required": ["name", "tags"], "additionalProperties": false}`), false)
 	if err != nil {

@@ -86,6 +86,7 @@ func fileSHA256(t *testing.T, path string) string {
 // teacher-forced with both arithmetics; for Gemma 3 and gpt-oss also a
 // 700-token prompt across their 32-position window.
 func TestSynthFamilies(t *testing.T) {
+	heavy(t)
 	for _, f := range synthFamilies {
 		t.Run(f.family, func(t *testing.T) {
 			path := writeSynthFamily(t, f.family, f.dims, f.window, f.vocab)

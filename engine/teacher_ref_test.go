@@ -76,6 +76,7 @@ func (d teacherDisagreement) String() string {
 // llama.cpp's own for its token over pagoda's choice), and the largest
 // difference of llama.cpp's token's log-probability.
 func TestSmolLM2TeacherForced(t *testing.T) {
+	heavy(t)
 	ref := readReference(t, testmodel.SmolTeacherReference(t))
 	if testing.Short() {
 		// The five first prompts (320 positions): exact 320 agree, fast 308
