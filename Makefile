@@ -10,7 +10,7 @@ export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 
-.PHONY: all build build-mpi model gemma3 vocab deps mpi-deps serve test vet fmt-check bench clean
+.PHONY: all build build-mpi model gemma3 vocab deps mpi-deps serve test test-mpi test-race test-race-goroutines vet fmt-check bench clean
 
 all: build
 
@@ -107,9 +107,20 @@ test: model gemma3 deps vocab fmt-check vet
 	cd kernels/_asm && $(GO) test -count=1 ./...
 	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 	$(GO) test -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory -j3 -O test-mpi test-race test-race-goroutines
+
+# After the full pass, three groups run at once, each printing its output
+# when it ends: the MPI tests mostly wait on mpirun and the goroutine
+# tests keep about one core busy, so together with the race pass over
+# RACE_PKGS they fill both cores (one after the other they left a third of
+# the machine idle).
+test-mpi test-race test-race-goroutines: export PAGODA_MAKE_TEST = 1
+test-mpi: mpi-deps
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel|TestServeTPRankFaults)' ./engine/ ./cmd/pagoda/
+test-race:
 	$(GO) test -count=1 -race -short -timeout 40m -skip '$(RACE_SKIP)' $(RACE_PKGS)
+test-race-goroutines:
 	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_ENGINE)' ./engine/
 	$(GO) test -count=1 -race -short -timeout 10m -run '$(RACE_GRAMMAR)' ./grammar/
 	$(GO) test -count=1 -race -short -timeout 20m -run '$(RACE_KERNELS)' ./kernels/
