@@ -10,7 +10,7 @@ export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN         := bin/pagoda
 
-.PHONY: all build build-mpi model gemma3 vocab deps mpi-deps serve test test-mpi test-race test-race-goroutines vet fmt-check bench clean
+.PHONY: all build build-mpi model gemma3 vocab deps mpi-deps serve test test-asm test-mpi test-race test-race-goroutines vet fmt-check bench clean
 
 all: build
 
@@ -80,12 +80,13 @@ mpi-deps:
 # nothing fetched and skips, saying so, what needs a model, a vocabulary or
 # the test tools (internal/testmodel.Fetched). `make test` fetches all of it
 # and sets PAGODA_MAKE_TEST, under which a missing file fails: the check that
-# regenerating the assembly (kernels/_asm, its own module) changes nothing;
-# every test at full size; package dist again with -tags mpi, whose tests run
+# regenerating the assembly (kernels/_asm, its own module) changes nothing,
+# beside go vet; every test at full size; then three groups at once (below):
+# package dist again with -tags mpi, whose tests run
 # two ranks under mpirun (and fail when mpirun is missing), and the engine's
 # and serve's tensor-parallel tests the same way (TP=2 under mpirun equals
 # TP=1; a rank that dies fails rank 0's request; SIGTERM to rank 0 ends both;
-# dual-batch overlap on equals off bit for bit at TP=2 and TP=4); then the
+# dual-batch overlap on equals off bit for bit at TP=2 and TP=4); the
 # race detector with -short over the packages with concurrency (RACE_PKGS:
 # the server, the runner, the kernels' worker pool and fused jobs, dist, the
 # commands and clients, the in-process tensor-parallel model tests, synth's
@@ -103,9 +104,8 @@ RACE_GRAMMAR := Concurrent
 RACE_KERNELS := Pool|Phased|Fused|Invariance|NoAlloc|SteadyState|MatMulN$$|MLP$$|NormMatMulN|AttentionMatMul|GLUJob
 RACE_SKIP := TestGemma3|TestSynthFamilies|TestSmolLM2Reference|TestSmolLM2TeacherForced|TestFamiliesFastArithmetic|TestKQuantFastArithmetic|TestSynthQ4_0AgainstLlamaCpp|TestBenchKLDDefaultModel|TestFamiliesExpertParallelReferences
 test: export PAGODA_MAKE_TEST = 1
-test: model gemma3 deps vocab fmt-check vet
-	cd kernels/_asm && $(GO) test -count=1 ./...
-	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
+test: model gemma3 deps vocab fmt-check
+	@$(MAKE) --no-print-directory -j2 -O vet test-asm
 	$(GO) test -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory -j3 -O test-mpi test-race test-race-goroutines
 
@@ -114,7 +114,10 @@ test: model gemma3 deps vocab fmt-check vet
 # tests keep about one core busy, so together with the race pass over
 # RACE_PKGS they fill both cores (one after the other they left a third of
 # the machine idle).
-test-mpi test-race test-race-goroutines: export PAGODA_MAKE_TEST = 1
+test-asm test-mpi test-race test-race-goroutines: export PAGODA_MAKE_TEST = 1
+test-asm:
+	cd kernels/_asm && $(GO) test -count=1 ./...
+	@$(GO) test -count=1 -run '^TestImplementations$$' -v ./kernels | grep 'kernel implementations'
 test-mpi: mpi-deps
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m ./dist/
 	CGO_ENABLED=1 $(GO) test -count=1 -tags mpi -timeout 10m -run '^(TestTensorParallel|TestServeTensorParallel|TestServeTPRankFaults)' ./engine/ ./cmd/pagoda/

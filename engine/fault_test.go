@@ -107,7 +107,7 @@ func TestFaultInjection(t *testing.T) {
 	runs := 3000
 	switch {
 	case testing.Short() && raceEnabled:
-		runs = 250 // the race pass looks for races: 250 random runs, not 1000 (206 s)
+		runs = 150 // the race pass looks for races: 150 random runs, not 1000
 	case testing.Short():
 		runs = 1000
 	}
