@@ -104,7 +104,7 @@ func sameOutput(a, b RequestOutput) bool {
 // output it gives alone, and no block leaked.
 func TestFaultInjection(t *testing.T) {
 	heavy(t)
-	runs := 3000
+	runs := 2000
 	switch {
 	case testing.Short() && raceEnabled:
 		runs = 150 // the race pass looks for races: 150 random runs, not 1000
