@@ -5,6 +5,10 @@
 # The repository holds the rest of the test data (testdata/); the model cache
 # ($PAGODA_MODELS) holds what is fetched. Nothing is read from beside the clone.
 GO          ?= go
+# Builds that do not depend on where the clone is, so that a fresh clone
+# reuses the build cache of an earlier one (and binaries hold no local paths).
+GOFLAGS     ?= -trimpath
+export GOFLAGS
 PAGODA_MODELS ?= $(HOME)/.cache/pagoda/models
 export PAGODA_MODELS
 DEFAULT_MODEL := $(PAGODA_MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
