@@ -36,7 +36,7 @@ type bertReference struct {
 // generation and an input over the step budget are refused.
 func TestBERTEmbeddingsReference(t *testing.T) {
 	path := writeSynthFamily(t, "bert", synthBERT.dims, -1, "bert-bge")
-	if got := fileSHA256(t, path); got != synthBERT.sha256 {
+	if got := testmodel.SHA256(t, path); got != synthBERT.sha256 {
 		t.Fatalf("synthetic bert sha256 %s, want %s (the reference's model)", got, synthBERT.sha256)
 	}
 	b, err := os.ReadFile(testmodel.RepoFile(t, "testdata/reference/synth-bert-q8_0.embeddings.json"))

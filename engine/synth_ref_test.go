@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -43,13 +39,6 @@ var synthFamilies = []struct {
 // writeSynthFamily synthesizes a family's test model as the command above.
 func writeSynthFamily(t *testing.T, family, dims string, window int, vocab string) string {
 	t.Helper()
-	shape, err := synth.ParseArchDims(family, dims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if window >= 0 {
-		shape.SlidingWindow = window
-	}
 	vpath := testmodel.Gemma3(t)
 	if vocab != "" {
 		vpath = testmodel.Vocab(t, vocab)
@@ -60,24 +49,10 @@ func writeSynthFamily(t *testing.T, family, dims string, window int, vocab strin
 	}
 	defer v.Close()
 	path := filepath.Join(t.TempDir(), family+".gguf")
-	if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q8_0, Seed: 1, Vocab: v}); err != nil {
+	if err := synth.WriteReference(path, family, dims, window, v); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func fileSHA256(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // TestSynthFamilies compares each family's tiny model with llama.cpp: greedy
@@ -90,7 +65,7 @@ func TestSynthFamilies(t *testing.T) {
 	for _, f := range synthFamilies {
 		t.Run(f.family, func(t *testing.T) {
 			path := writeSynthFamily(t, f.family, f.dims, f.window, f.vocab)
-			if got := fileSHA256(t, path); got != f.sha256 {
+			if got := testmodel.SHA256(t, path); got != f.sha256 {
 				t.Fatalf("synthesized file's sha256 %s, want %s (the reference's model)", got, f.sha256)
 			}
 			ref := "testdata/reference/synth-" + f.family + "-q8_0"

@@ -1,11 +1,7 @@
 package llama
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -48,7 +44,7 @@ func TestFamiliesExpertParallelReferences(t *testing.T) {
 	for _, f := range epReferences {
 		t.Run(f.family, func(t *testing.T) {
 			path := writeRefFamily(t, f.family, f.dims, f.window, f.vocab)
-			if got := sha256File(t, path); got != f.sha256 {
+			if got := testmodel.SHA256(t, path); got != f.sha256 {
 				t.Fatalf("synthesized file's sha256 %s, want %s (the reference's model)", got, f.sha256)
 			}
 			ref := "testdata/reference/synth-" + f.family + "-q8_0"
@@ -120,35 +116,14 @@ func TestFamiliesExpertParallelReferences(t *testing.T) {
 // vocabulary vocab (ggml-vocab-VOCAB.gguf in the model cache).
 func writeRefFamily(t *testing.T, family, dims string, window int, vocab string) string {
 	t.Helper()
-	shape, err := synth.ParseArchDims(family, dims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if window >= 0 {
-		shape.SlidingWindow = window
-	}
 	v, err := gguf.Open(testmodel.Vocab(t, vocab))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
 	path := filepath.Join(t.TempDir(), family+".gguf")
-	if err := synth.Write(path, synth.Options{Shape: shape, Type: gguf.Q8_0, Seed: 1, Vocab: v}); err != nil {
+	if err := synth.WriteReference(path, family, dims, window, v); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func sha256File(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
