@@ -69,28 +69,10 @@ func dboScenario(t *testing.T, c dist.Comm, scenario string) {
 	if scenario == "dbo4" {
 		cfg.Model = synthTP4(t, t.TempDir())
 	}
-	if c.Rank() > 0 {
-		for range 2 { // DBO off, then on
-			if err := Follow(cfg, c); err != nil {
-				t.Fatalf("rank %d: %v", c.Rank(), err)
-			}
-			fmt.Printf("rank %d: FOLLOW OK\n", c.Rank())
-		}
+	off, steps, follower := dboOffOn(t, c, cfg)
+	if follower {
 		return
 	}
-	off, _, err := generateDBO(cfg, false)
-	if err != nil {
-		t.Fatalf("rank 0: DBO off: %v", err)
-	}
-	on, steps, err := generateDBO(cfg, true)
-	if err != nil {
-		t.Fatalf("rank 0: DBO on: %v", err)
-	}
-	eachTokenPair(t, off, on, "off", "DBO on", func(i, j int, a, b Logprob) {
-		if math.Float32bits(a.Logprob) != math.Float32bits(b.Logprob) {
-			t.Fatalf("rank 0: prompt %d token %d: logprob %v with DBO, %v without", i, j, b.Logprob, a.Logprob)
-		}
-	})
 	if steps.split == 0 {
 		t.Fatalf("rank 0: no step ran as two micro-batches")
 	}
@@ -123,6 +105,36 @@ type stepTotals struct {
 }
 
 // generateDBO runs dboPrompts greedily (16 tokens, logprobs), DBO on with
+// dboOffOn runs cfg twice over c, DBO off then on: ranks above 0 follow
+// (follower true, nothing else returned); rank 0 generates and fails t
+// unless every log-probability is bit-identical with DBO on and off, and
+// returns the outputs with DBO off and the steps with it on.
+func dboOffOn(t *testing.T, c dist.Comm, cfg Config) (off []RequestOutput, steps stepTotals, follower bool) {
+	if c.Rank() > 0 {
+		for range 2 { // DBO off, then on
+			if err := Follow(cfg, c); err != nil {
+				t.Fatalf("rank %d: %v", c.Rank(), err)
+			}
+			fmt.Printf("rank %d: FOLLOW OK\n", c.Rank())
+		}
+		return nil, steps, true
+	}
+	off, _, err := generateDBO(cfg, false)
+	if err != nil {
+		t.Fatalf("rank 0: DBO off: %v", err)
+	}
+	on, steps, err := generateDBO(cfg, true)
+	if err != nil {
+		t.Fatalf("rank 0: DBO on: %v", err)
+	}
+	eachTokenPair(t, off, on, "off", "DBO on", func(i, j int, a, b Logprob) {
+		if math.Float32bits(a.Logprob) != math.Float32bits(b.Logprob) {
+			t.Fatalf("rank 0: prompt %d token %d: logprob %v with DBO, %v without", i, j, b.Logprob, a.Logprob)
+		}
+	})
+	return off, steps, false
+}
+
 // thresholds of 4 tokens (decode) and 8 (prefill), or off.
 func generateDBO(cfg Config, on bool) ([]RequestOutput, stepTotals, error) {
 	cfg.DBO.Enable, cfg.DBO.DecodeTokenThreshold, cfg.DBO.PrefillTokenThreshold = on, 4, 8

@@ -75,28 +75,10 @@ func synthMoE(t *testing.T, dir, family string) string {
 func epScenario(t *testing.T, c dist.Comm, scenario string) {
 	cfg := tpConfigModel(c, synthMoE(t, t.TempDir(), strings.TrimPrefix(scenario, "experts-")))
 	cfg.ExpertParallel = true
-	if c.Rank() > 0 {
-		for range 2 { // DBO off, then on
-			if err := Follow(cfg, c); err != nil {
-				t.Fatalf("rank %d: %v", c.Rank(), err)
-			}
-			fmt.Printf("rank %d: FOLLOW OK\n", c.Rank())
-		}
+	off, steps, follower := dboOffOn(t, c, cfg)
+	if follower {
 		return
 	}
-	off, _, err := generateDBO(cfg, false)
-	if err != nil {
-		t.Fatalf("rank 0: DBO off: %v", err)
-	}
-	on, steps, err := generateDBO(cfg, true)
-	if err != nil {
-		t.Fatalf("rank 0: DBO on: %v", err)
-	}
-	eachTokenPair(t, off, on, "off", "DBO on", func(i, j int, a, b Logprob) {
-		if math.Float32bits(a.Logprob) != math.Float32bits(b.Logprob) {
-			t.Fatalf("rank 0: prompt %d token %d: logprob %v with DBO, %v without", i, j, b.Logprob, a.Logprob)
-		}
-	})
 	one, _, err := generateDBO(tpConfigModel(nil, cfg.Model), false)
 	if err != nil {
 		t.Fatalf("rank 0: TP=1: %v", err)

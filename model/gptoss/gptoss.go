@@ -37,15 +37,9 @@ func init() { nn.Register("gpt-oss", New) }
 // error.
 func New(f *gguf.File, opt nn.Options) (*nn.Model, error) {
 	meta := nn.NewMeta(f)
-	cfg, err := meta.Config(true)
+	cfg, err := meta.MoEConfig(true)
 	if err != nil {
 		return nil, err
-	}
-	if err := meta.Experts(&cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Experts == 0 {
-		return nil, fmt.Errorf("gpt-oss: %s missing", meta.Key("expert_count"))
 	}
 	window := meta.Uint("attention.sliding_window")
 	pattern := meta.UintOr("attention.sliding_window_pattern", 2)

@@ -226,6 +226,22 @@ func moeSizes(layers []Block) (experts, k int) {
 	return experts, k
 }
 
+// MoEConfig is Config (neox as there) with Experts for an architecture
+// that is always a mixture of experts: a missing expert_count is an error.
+func (m *Meta) MoEConfig(neox bool) (model.Config, error) {
+	cfg, err := m.Config(neox)
+	if err != nil {
+		return cfg, err
+	}
+	if err := m.Experts(&cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Experts == 0 {
+		return cfg, fmt.Errorf("%s: %s missing", m.Arch, m.Key("expert_count"))
+	}
+	return cfg, nil
+}
+
 // Experts reads a mixture of experts' metadata (expert_count,
 // expert_used_count, expert_feed_forward_length) into c; a model without
 // expert_count is dense and keeps zeros. As llama.cpp, an absent expert

@@ -24,15 +24,9 @@ func init() { nn.Register("qwen3moe", New) }
 // error.
 func New(f *gguf.File, opt nn.Options) (*nn.Model, error) {
 	meta := nn.NewMeta(f)
-	cfg, err := meta.Config(true)
+	cfg, err := meta.MoEConfig(true)
 	if err != nil {
 		return nil, err
-	}
-	if err := meta.Experts(&cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Experts == 0 {
-		return nil, fmt.Errorf("qwen3moe: %s missing", meta.Key("expert_count"))
 	}
 	b := nn.NewBuilder(f, cfg)
 	rope := b.Rope(cfg.Rope, nil)
