@@ -37,13 +37,14 @@ func statsOf(t *testing.T, typ gguf.Type, data []byte, n int, sd float64) stats 
 	return stats{mean / sd, math.Sqrt(ss/float64(n)-mean*mean) / sd, amax / sd, gm / float64(n/32) / sd}
 }
 
-// TestDirectMatchesQuantized: directly drawn blocks of every type have the
+// TestDirectMatchesQuantized: directly drawn blocks of every type (and
+// MXFP4, gpt-oss's experts) have the
 // statistics of quantized normal values: mean 0, the same std (within
 // 3%), no larger extremes, no more biased 32-value groups; at the std of
 // the residual projections of a deep model too (half-precision
 // subnormal scales).
 func TestDirectMatchesQuantized(t *testing.T) {
-	for _, typ := range Types() {
+	for _, typ := range append(Types(), gguf.MXFP4) {
 		for _, sd := range []float64{std, std / math.Sqrt(96)} {
 			t.Run(fmt.Sprintf("%v/%g", typ, sd), func(t *testing.T) {
 				tn := tensor{name: "blk.0.ffn_down.weight", dims: []int{256, 1024}, std: sd}
@@ -219,5 +220,30 @@ func BenchmarkFillDirect(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/chunkValues, "ns/value")
 		})
+	}
+}
+
+// TestMXFP4Code: the direct drawing codes a value as gguf's MXFP4
+// quantizer does (a block whose largest value, 12, gives d = 1),
+// midpoints and signed zeros included.
+func TestMXFP4Code(t *testing.T) {
+	xs := []float32{0, -0.1, 0.5, -0.5, 0.51, 1.5, 1.49, 2.5, 3.5, 3.51, 4.9, 5, 5.1, 7, 7.1, 10, 10.1, 12, 15.9, -15.9, -7, -7.1, -2.5}
+	for i := range 2000 {
+		xs = append(xs, float32(i-1000)/64.5)
+	}
+	block := make([]float32, 32)
+	block[1] = 12
+	for _, x := range xs {
+		block[0] = x
+		q, err := gguf.Quantize(gguf.MXFP4, block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q[0] != 128 { // e = ⌊log2 12⌋ − 2 + 127 = 128: d = 2^(e−128) = 1
+			t.Fatalf("%v: e = %d", x, q[0])
+		}
+		if got, want := mxfp4Code(x), q[1]&15; got != want {
+			t.Errorf("%v: code %d, want %d", x, got, want)
+		}
 	}
 }

@@ -71,18 +71,65 @@ func (b *layerTensors) gptossFeedForward() {
 // activations reach |x·σ(1.702x)·(y+1)| ≈ 56 where the biases clamp.
 func gptossDownStd(layers int) float64 { return std / math.Sqrt(2*float64(layers)) / 8 }
 
-// fillMXFP4 draws MXFP4 blocks directly (DrawDirect): normal values from
-// r (Box–Muller) quantized by gguf's MXFP4 quantizer, a chunk at a time.
+// fillMXFP4 draws MXFP4 blocks directly (DrawDirect), as fillDirect
+// draws the other types: a block's largest |value| A (over sd) from the
+// distribution of the largest |x| of 32 normals (Q8_0's table), its scale
+// as gguf's quantizer sets it from sd·A (e = ⌊log2(sd·A)⌋ − 2 + 127), one
+// random value at ±A and the others normal values within [−A, A] (16
+// random bits each, drawn again outside), each coded as the quantizer codes it: the nearest
+// doubled E2M1 value, the lower code of equals.
 func fillMXFP4(sd float64, r *rng, dst []byte) error {
-	n := len(dst) / gguf.MXFP4.TypeSize() * gguf.MXFP4.BlockSize()
-	x := make([]float32, n)
-	for i := 0; i < n; i += 2 {
-		u1 := (float64(r.next()>>11) + 0.5) / (1 << 53)
-		u2 := float64(r.next()>>11) / (1 << 53)
-		rad := math.Sqrt(-2*math.Log(u1)) * sd
-		x[i], x[i+1] = float32(rad*math.Cos(2*math.Pi*u2)), float32(rad*math.Sin(2*math.Pi*u2))
+	amax, z := &formats[gguf.Q8_0].tables().amax, normals()
+	var q [32]uint8
+	for b := 0; b+17 <= len(dst); b += 17 {
+		y := r.next()
+		a := amax[uint8(y)]
+		e := uint8(int(math.Floor(math.Log2(sd*float64(a)))) - 2 + 127)
+		units := float32(sd) / gguf.E8M0Half(e) // doubled E2M1 units per std
+		u, left := uint64(0), 0
+		for j := 0; j < 32; {
+			if left == 0 {
+				u, left = r.next(), 4
+			}
+			v := z[uint16(u)]
+			u, left = u>>16, left-1
+			if v < -a || v > a { // drawn again: normal values within [−A, A]
+				continue
+			}
+			q[j] = mxfp4Code(v * units)
+			j++
+		}
+		ext := a
+		if y>>63 == 1 {
+			ext = -a
+		}
+		q[y>>8%32] = mxfp4Code(ext * units)
+		blk := dst[b : b+17]
+		blk[0] = e
+		for j := range 16 {
+			blk[1+j] = q[j] | q[j+16]<<4
+		}
 	}
-	q, err := gguf.Quantize(gguf.MXFP4, x)
-	copy(dst, q)
-	return err
+	return nil
 }
+
+// mxfp4Code is the code of the doubled E2M1 value nearest x (gguf's
+// bestMXFP4 with d = 1), the lower of equals: the magnitude m's code from
+// ⌈2m⌉ (the midpoints of consecutive values are multiples of ½), 8 added
+// for a negative x (a magnitude up to ½ is +0).
+func mxfp4Code(x float32) uint8 {
+	m := x
+	if x < 0 {
+		m = -x
+	}
+	k := min(int(math.Ceil(float64(2*m))), len(mxfp4Halves)-1)
+	c := mxfp4Halves[k]
+	if x < 0 && c > 0 {
+		c += 8
+	}
+	return c
+}
+
+// mxfp4Halves[k] is the code of magnitudes in ((k−1)/2, k/2]: the
+// midpoints are ½, 1½, 2½, 3½, 5, 7 and 10.
+var mxfp4Halves = [22]uint8{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 7}
