@@ -127,12 +127,11 @@ var accelTypes = map[gguf.Type]struct{ avx512, avx2 accelKernels }{
 			gemmQ8_0_avx2_4, gemmQ8_0_avx2_5, gemmQ8_0_avx2_6, gemmQ8_0_avx2_7, gemmQ8_0_avx2_8}},
 			fast: &blockGEMM{fast: &fastQ8_0, tiles: []gemmFunc{gemmFQ8_0_avx2_1, gemmFQ8_0_avx2_2, gemmFQ8_0_avx2_3, gemmFQ8_0_avx2_4, gemmFQ8_0_avx2_5, gemmFQ8_0_avx2_6}}},
 	},
-	// MXFP4: Q8_0's fast kernels on the weights converted to Q8_0 (mxfp4.go)
+	// MXFP4: its own kernels on its interleaved nibbles (mxfp4.go)
 	gguf.MXFP4: {
-		avx512: accelKernels{fast: &blockGEMM{fast: &fastMXFP4, pairs: true, tiles: []gemmFunc{gemmFQ8_0_1, gemmFQ8_0_2,
-			gemmFQ8_0_3, gemmFQ8_0_4, gemmFQ8_0_5, gemmFQ8_0_6, gemmFQ8_0_7, gemmFQ8_0_8}}},
-		avx2: accelKernels{fast: &blockGEMM{fast: &fastMXFP4, tiles: []gemmFunc{gemmFQ8_0_avx2_1, gemmFQ8_0_avx2_2,
-			gemmFQ8_0_avx2_3, gemmFQ8_0_avx2_4, gemmFQ8_0_avx2_5, gemmFQ8_0_avx2_6}}},
+		avx512: accelKernels{fast: mxfp4GEMM512(hasVBMI())},
+		avx2: accelKernels{fast: &blockGEMM{fast: &fastMXFP4, tiles: []gemmFunc{gemmFMXFP4_avx2_1, gemmFMXFP4_avx2_2,
+			gemmFMXFP4_avx2_3, gemmFMXFP4_avx2_4, gemmFMXFP4_avx2_5, gemmFMXFP4_avx2_6}}},
 	},
 	gguf.Q2_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ2_K_1, gemmQ2_K_2, gemmQ2_K_3, gemmQ2_K_4, gemmQ2_K_5, gemmQ2_K_6}},
 		fast: &blockGEMM{fast: &fastQ2K, tiles: []gemmFunc{kfastQ2_K_1, kfastQ2_K_2, kfastQ2_K_3, kfastQ2_K_4}}},

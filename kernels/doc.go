@@ -18,8 +18,10 @@
 //	gemmk       AVX-512 VNNI    MatMul on Q4_K, Q5_K, Q6_K
 //	kq23        AVX-512 VNNI    MatMul on Q2_K, Q3_K
 //	gemmr       AVX2            MatMul on repacked Q4_0 (Repack; fast Q4_0 under avx2)
-//	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 (as Q8_0)
-//	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 (as Q8_0)
+//	gemmq       AVX-512 VNNI    fast-arithmetic MatMul (Fast) on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+//	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
+//	mxfp4       AVX-512 VNNI,   fast-arithmetic MatMul on MXFP4 (its 17-byte interleaved nibbles,
+//	            AVX2            values by byte shuffle; VPERMB with AVX512_VBMI)
 //	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups)
 //	kfastavx2   AVX2            the same
 //	gemmf       AVX-512         MatMul on F32, F16, BF16; the BF16 pairwise dot
@@ -41,9 +43,9 @@
 // (Q5_0, Q5_1 and the K-quants under avx2; MXFP4 everywhere, mxfp4.go)
 // use the generic dot product with that implementation's activation
 // quantizers. MXFP4's fast arithmetic, which is also llama.cpp's
-// repacked MXFP4 (Repack), is Q8_0's kernels (gemmq, gemmqavx2) on a Q8_0
-// copy of the weights (exact: E2M1 values are integers once doubled, E8M0
-// scales powers of two).
+// repacked MXFP4 (Repack), is Q8_0's (exact: E2M1 values are integers
+// once doubled, E8M0 scales powers of two), run by the mxfp4 family on an
+// interleaved copy as large as the weights.
 //
 // # Implementations
 //

@@ -96,7 +96,7 @@ func fast(k *impl, w Weight) Weight {
 		return w
 	}
 	w.fast, w.packed, w.repacked = tr.fast, nil, nil
-	if k.fast[w.Type] != nil && (w.Type != gguf.MXFP4 || mxfp4HalfScales(w)) {
+	if k.fast[w.Type] != nil {
 		w.repacked = interleaveRows(w)
 	}
 	return w

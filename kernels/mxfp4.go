@@ -10,7 +10,7 @@ import "pagoda/gguf"
 // every implementation (no accelerated kernel reproduces ggml's pairwise
 // accumulators yet). Marked Fast or Repack, they take the fast arithmetic,
 // which is also llama.cpp's repacked one (its default on AVX2), run by
-// Q8_0's kernels (below).
+// MXFP4's own kernels on a copy as large as the weights (below).
 
 // dotMXFP4Generic: block = e u8, qs[16]; element j = kvalue(qs[j]&15),
 // element j+16 = kvalue(qs[j]>>4).
@@ -81,17 +81,26 @@ var mxfp4Lo, mxfp4Hi = func() (lo, hi [256]int8) {
 
 // The fast arithmetic of MXFP4 is Q8_0's (fast_generic.go): per (row,
 // token) and block in block order, acc = fma(float(isum), d·d_a, acc),
-// which is llama.cpp's repacked MXFP4 (block_mxfp4x8,
+// isum the exact integer dot of the block's doubled E2M1 values
+// (gguf.KValuesMXFP4) and the activation quants, d = E8M0Half(e) (a power
+// of two, subnormal for e < 2, exact in float32 for every e) and d·d_a a
+// float32 product. It is llama.cpp's repacked MXFP4 (block_mxfp4x8,
 // gemv/gemm_q4_b32_8x8_q8_0_lut_avx in ggml-cpu/arch/x86/repack.cpp) bit
 // for bit (TestGoldenRepackMXFP4), so Repack marks MXFP4 weights too.
-// A block's doubled E2M1 values are int8s and its scale d = E8M0Half(e) a
-// power of two, a half exactly when 2^−24 ≤ d ≤ 2^15; the interleaved copy
-// the accelerated kernels read is then the weights as Q8_0 blocks (d as a
-// half, the 32 values as int8), and Q8_0's fast kernels compute exactly
-// dotMXFP4FGeneric on them. A weight with a scale outside that range
-// keeps the fast arithmetic without the copy: the generic dot, on every
-// implementation.
-var fastMXFP4 = fastTraits{act: actQ8_0, block: 32, rows: repackRows, groupBlock: repackRows * 34,
+//
+// The accelerated kernels (gemmFMXFP4_*, _asm/mxfp4.go) read MXFP4's own
+// interleaved copy, 17 bytes per row and block as in the file (17/32 bytes
+// per weight, no other records): per group of repackRows rows and block,
+// the rows' scale bytes e xor 0x80 (e − 128 as an int8), then four
+// 32-byte chunks of nibbles laid out as Q4_0's (interleaveQ4). They expand
+// the nibbles to the doubled E2M1 values with a byte shuffle (VPSHUFB, or
+// VPERMB with AVX512_VBMI: mxfp4GEMM512) and build d exactly from e,
+// for every e, so every MXFP4 weight with a multiple of repackRows rows
+// takes them. The activation records are Q8_0's
+// (recordsBias128): the AVX-512 kernels feed the values as w + 128 to
+// VPDPBUSD, the record's −128·Σy making the sum exactly Σ w·y (the AVX2
+// ones multiply |w| by sign(w)·y, as Q8_0's, and leave it unused).
+var fastMXFP4 = fastTraits{act: actQ8_0, block: 32, rows: repackRows, groupBlock: repackRows * 17,
 	interleave: interleaveMXFP4, dot: dotMXFP4FGeneric, rec: recordsBias128}
 
 // dotMXFP4FGeneric is the fast arithmetic's dot product of an MXFP4 row
@@ -110,30 +119,15 @@ func dotMXFP4FGeneric(w []byte, a *actRow) float32 {
 	return acc
 }
 
-// mxfp4HalfScales reports whether every block scale of w is a half
-// exactly (e in [104, 143]): Q8_0's fast kernels can read it as Q8_0.
-func mxfp4HalfScales(w Weight) bool {
-	for b := 0; b < len(w.Data); b += 17 {
-		if e := w.Data[b]; e < 104 || e > 143 {
-			return false
-		}
-	}
-	return true
-}
-
-// interleaveMXFP4 writes a group-block of Q8_0's interleaved layout from
-// MXFP4 blocks, each converted to a Q8_0 block first.
+// interleaveMXFP4 writes a group-block of MXFP4's interleaved layout: the
+// rows' scale bytes xor 0x80, then four 32-byte chunks, chunk c holding
+// bytes 4c..4c+3 of each row's nibbles (low nibbles elements 4c..4c+3,
+// high nibbles 16+4c..16+4c+3).
 func interleaveMXFP4(dst []byte, src [][]byte) {
-	var q8 [repackRows][34]byte
-	rows := make([][]byte, len(src))
 	for i, blk := range src {
-		d := F32ToF16(gguf.E8M0Half(blk[0]))
-		q8[i][0], q8[i][1] = byte(d), byte(d>>8)
-		for j, q := range blk[1:17] {
-			q8[i][2+j] = byte(gguf.KValuesMXFP4[q&15])
-			q8[i][18+j] = byte(gguf.KValuesMXFP4[q>>4])
+		dst[i] = blk[0] ^ 0x80
+		for c := range 4 {
+			copy(dst[repackRows+32*c+4*i:][:4], blk[1+4*c:][:4])
 		}
-		rows[i] = q8[i][:]
 	}
-	interleaveQ8_0(dst, rows)
 }

@@ -9,7 +9,7 @@ import (
 
 // BenchmarkMXFP4 times MXFP4 matmuls at gpt-oss-20b's expert width (2880
 // × 2880) in the exact arithmetic (the generic dot everywhere) and the
-// fast one (Q8_0's kernels on the converted copy), decode and a batch.
+// fast one (the native kernels on the interleaved copy), decode and a batch.
 func BenchmarkMXFP4(b *testing.B) {
 	r := newRand(40)
 	const rows, cols = 2880, 2880

@@ -48,6 +48,7 @@ var families = map[string]func(){
 	"tiled":      genTiled,
 	"tiledavx2":  genTiledAVX2,
 	"prefetch":   genPrefetch,
+	"mxfp4":      genMXFP4,
 }
 
 func main() {
