@@ -143,7 +143,7 @@ var accelTypes = map[gguf.Type]struct{ avx512, avx2 accelKernels }{
 		fast: &blockGEMM{fast: &fastQ4K, tiles: []gemmFunc{kfastQ4_K_1, kfastQ4_K_2, kfastQ4_K_3, kfastQ4_K_4}}},
 		avx2: accelKernels{fast: &blockGEMM{fast: &fastQ4K, tiles: []gemmFunc{kfastQ4_K_avx2_1, kfastQ4_K_avx2_2, kfastQ4_K_avx2_3}}}},
 	gguf.Q5_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ5_K_1, gemmQ5_K_2, gemmQ5_K_3, gemmQ5_K_4, gemmQ5_K_5, gemmQ5_K_6}},
-		fast: &blockGEMM{fast: &fastQ5K, tiles: []gemmFunc{kfastQ5_K_1, kfastQ5_K_2, kfastQ5_K_3, kfastQ5_K_4}}},
+		fast: kfastGEMM512(gguf.Q5_K, hasGFNI())},
 		avx2: accelKernels{fast: &blockGEMM{fast: &fastQ5K, tiles: []gemmFunc{kfastQ5_K_avx2_1, kfastQ5_K_avx2_2, kfastQ5_K_avx2_3}}}},
 	gguf.Q6_K: {avx512: accelKernels{gemm: &blockGEMM{kq: true, tiles: []gemmFunc{gemmQ6_K_1, gemmQ6_K_2, gemmQ6_K_3, gemmQ6_K_4, gemmQ6_K_5, gemmQ6_K_6}},
 		fast: &blockGEMM{fast: &fastQ6K, tiles: []gemmFunc{kfastQ6_K_1, kfastQ6_K_2, kfastQ6_K_3, kfastQ6_K_4}}},

@@ -103,3 +103,8 @@ func kfastQ3_K_3(w *byte, groupBytes int, rows int, act *byte, actStride int, nb
 //
 //go:noescape
 func kfastQ3_K_4(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)
+
+// kfastQ5_K_gfni_1 multiplies rows fast-layout Q5_K weight rows (groups of 16, groupBytes apart) with 1 activation rows of records.
+//
+//go:noescape
+func kfastQ5_K_gfni_1(w *byte, groupBytes int, rows int, act *byte, actStride int, nb int, dst *float32, dstStride int)

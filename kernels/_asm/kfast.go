@@ -76,6 +76,11 @@ func genKFast() {
 			(&kfast{kt: kt, na: a}).gen()
 		}
 	}
+	for _, kt := range kfTypes {
+		for a, gf := range kfGFNI[kt.name] {
+			(&kfast{kt: kt, na: a + 1, gf: gf}).gen()
+		}
+	}
 }
 
 // kfast emits one kernel of na activation rows.
@@ -87,6 +92,9 @@ type kfast struct {
 	acc  []reg.VecPhysical // (na) float accumulators, one lane per row
 	isum []reg.VecVirtual  // (na) the super-block's integer sums
 	m0F  reg.VecVirtual    // bytes 0x0F
+	// gf: which high bits the kernel moves with VGF2P8AFFINEQB rather
+	// than shifts and masks (kfast_gfni.go).
+	gf gfMode
 
 	// AVX2 (kfastavx2.go): the half-group index (0 or 8 rows), the YMM
 	// accumulators and integer sums.
@@ -94,7 +102,12 @@ type kfast struct {
 	acc2, sum2 []reg.VecVirtual
 }
 
-func (g *kfast) name() string { return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na) }
+func (g *kfast) name() string {
+	if g.gf != gfNone {
+		return fmt.Sprintf("kfast%s_gfni_%d", g.kt.name, g.na)
+	}
+	return fmt.Sprintf("kfast%s_%d", g.kt.name, g.na)
+}
 
 // streams reports whether the kernel leaves the prefetching to the
 // hardware (see kfTypes).
@@ -196,10 +209,25 @@ func (g *kfast) scale(sc reg.VecVirtual, t []reg.VecVirtual) {
 	}
 }
 
+// high returns (lo & 0x0F) | (n bits of qh from bit from, at bit to): a
+// quant with its high bits, moved by one VGF2P8AFFINEQB with gfni,
+// otherwise by a shift and a mask.
+func (g *kfast) high(lo, qh reg.VecVirtual, gfni bool, from, to, n int) reg.VecVirtual {
+	if gfni {
+		return g.or0F(lo, gfMove(qh, gfBits(from, to, n)))
+	}
+	return g.merge(lo, shifted(qh, to-from), uint32(((1<<n)-1)<<to)*0x01010101)
+}
+
 // merge returns (lo & 0x0F) | (hi & mask): a quant with its high bits,
 // hi already shifted into place.
 func (g *kfast) merge(lo, hi reg.VecVirtual, mask uint32) reg.VecVirtual {
 	VPANDD_BCST(constU32(fmt.Sprintf("kfbits%08x", mask), mask), hi, hi)
+	return g.or0F(lo, hi)
+}
+
+// or0F returns (lo & 0x0F) | hi, in hi.
+func (g *kfast) or0F(lo, hi reg.VecVirtual) reg.VecVirtual {
 	VPTERNLOGD(U8(0xF8), g.m0F, lo, hi) // hi | (lo & m0F)
 	return hi
 }
@@ -249,8 +277,9 @@ func (g *kfast) q45(fifth bool) {
 				} else {
 					qh = g.quad(320 + 64*k)
 				}
-				lo = g.merge(p, shifted(qh, 4-2*c), 0x10101010)
-				hi = g.merge(hn, shifted(qh, 3-2*c), 0x10101010)
+				// bit 2c (2c+1) of qh to bit 4
+				lo = g.high(p, qh, g.gf != gfNone, 2*c, 4, 1)
+				hi = g.high(hn, qh, g.gf == gfBoth, 2*c+1, 4, 1)
 			} else {
 				lo, hi = ZMM(), hn
 				VPANDD(g.m0F, p, lo)
@@ -290,8 +319,9 @@ func (g *kfast) q6() {
 					qh, p := g.quad(q6QH(h, k)), g.quad(q6QL(h, j, k))
 					hn := ZMM()
 					VPSRLW(U8(4), p, hn)
-					lo := g.merge(p, shifted(qh, 4-2*j), 0x30303030)
-					hi := g.merge(hn, shifted(qh, -2*j), 0x30303030)
+					// bits 2j, 2j+1 (2j+4, 2j+5) of qh to bits 4, 5
+					lo := g.high(p, qh, g.gf != gfNone, 2*j, 4, 2)
+					hi := g.high(hn, qh, g.gf == gfBoth, 2*j+4, 4, 2)
 					g.dots(lo, 128*h+32*j+4*k, tl)
 					g.dots(hi, 128*h+64+32*j+4*k, th)
 				}
