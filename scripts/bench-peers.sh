@@ -17,7 +17,9 @@
 # "0,4096,16384": a depth plus PP or TG must fit the model's context, which pagoda checks), FA
 # (llama.cpp's and ik_llama.cpp's flash attention: 1, 0 or "0,1"; default 1), IK_LLAMA (auto, or
 # off to leave ik_llama.cpp out), LLAMA_ARGS / IK_ARGS / PAGODA_ARGS (extra flags), PAGODA, KEEP
-# (keeps the JSON of every run), LLAMA_EXTRA_BUFTS (as below; off runs llama-bench --repack 0).
+# (keeps the JSON of every run), LLAMA_EXTRA_BUFTS (as below; off runs llama-bench --repack 0),
+# BATCH (pagoda's batched decode tests, e.g. "1,32": their rows, the ratio of each to the decode of
+# one sequence and to tg, pagoda's load time and memory are added) and BATCH_STEPS (their steps, 1).
 # pagoda runs its default arithmetic and attention. See docs/benchmarks.md for measuring on a
 # shared machine (autogroups).
 #
@@ -59,7 +61,9 @@ latency_peers() {
   local models=("$@")
   [ ${#models[@]} -eq 0 ] && models=("${PAGODA_MODELS:-$HOME/.cache/pagoda/models}/SmolLM2-135M-Instruct.Q4_1.gguf")
   local threads="${THREADS:-2}" reps="${REPS:-3}" pp="${PP:-512}" tg="${TG:-128}" depths="${DEPTHS:-0}"
-  local fa="${FA:-1}" ik="${IK_LLAMA:-auto}"
+  local fa="${FA:-1}" ik="${IK_LLAMA:-auto}" batch="${BATCH:-1}" batch_steps="${BATCH_STEPS:-1}"
+  [[ "$batch" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench-peers: BATCH must be comma-separated batch sizes, e.g. 1,32, got $batch" >&2; exit 1; }
+  [[ "$batch_steps" =~ ^[1-9][0-9]*$ ]] || { echo "bench-peers: BATCH_STEPS must be a positive integer" >&2; exit 1; }
   local llama_args ik_args pagoda_args
   read -r -a llama_args <<<"${LLAMA_ARGS:-}"
   read -r -a ik_args <<<"${IK_ARGS:-}"
@@ -123,7 +127,7 @@ latency_peers() {
       i=$((i + 1))
       echo "bench-peers: round $r of $reps, $(basename "$m"): pagoda, llama.cpp${ikbin:+, ik_llama.cpp}" >&2
       "$pagoda" bench latency --model "$m" --threads "$threads" --pp "$pp" --tg "$tg" --depth "$depths" \
-        --reps 1 --batch 1 --batch-steps 1 --output-json "$work/$i.$r.pagoda.json" "${pagoda_args[@]}" \
+        --reps 1 --batch "$batch" --batch-steps "$batch_steps" --output-json "$work/$i.$r.pagoda.json" "${pagoda_args[@]}" \
         >"$work/$i.$r.pagoda.txt" 2>&1 || { echo "bench-peers: pagoda failed:" >&2; tail -n 20 "$work/$i.$r.pagoda.txt" >&2; exit 1; }
       "$bin/llama-bench" -m "$m" -t "$threads" -p "$pp" -n "$tg" -d "$depths" -fa "$fa" -r 1 -o json \
         "${llama_args[@]}" >"$work/$i.$r.llama.json" 2>"$work/$i.$r.llama.err" ||
@@ -147,9 +151,10 @@ latency_peers() {
     echo
     echo "model $m"
     echo
-    python3 - "$work" "$i" "$reps" "$([ -n "$ikbin" ] && echo 1 || echo 0)" <<'PY'
+    python3 - "$work" "$i" "$reps" "$([ -n "$ikbin" ] && echo 1 || echo 0)" "${BATCH:+1}" <<'PY'
 import json, re, statistics, sys
 work, i, reps, has_ik = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+batched = sys.argv[5] == "1"  # BATCH given: pagoda's batched decode rows too
 
 def fa_name(v):
     return "1" if str(v).lower() in ("1", "true", "on", "enabled") else "0"
@@ -166,11 +171,19 @@ def ik_key(row):
 
 cols = {"pagoda": {}}
 tests = []
+frac, ceiling, load, rss, anon = {}, {}, [], [], []
 for r in range(1, reps + 1):
-    for row in json.load(open(f"{work}/{i}.{r}.pagoda.json"))["results"]:
-        if row["test"].startswith("decode"):
+    rows = json.load(open(f"{work}/{i}.{r}.pagoda.json"))["results"]
+    if rows:
+        load.append(rows[0].get("load_seconds", 0))
+        rss.append(rows[0].get("rss_mib_after_load", 0))
+        anon.append(rows[0].get("anon_mib_after_load", 0))
+    for row in rows:
+        if row["test"].startswith("decode") and not batched:
             continue
         cols["pagoda"].setdefault(row["test"], []).append(row["tokens_per_second"])
+        frac.setdefault(row["test"], []).append(100 * row["fraction"])
+        ceiling[row["test"]] = row["ceiling"]
         if row["test"] not in tests:
             tests.append(row["test"])
     for name, key, on in (("llama.cpp", llama_key, True), ("ik_llama.cpp", ik_key, has_ik)):
@@ -186,16 +199,31 @@ def cell(xs):
         return "–"
     return f"{statistics.median(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
 
-head = ["test", "pagoda"] + peers + [f"pagoda ÷ {p}" for p in peers]
+head = ["test", "pagoda"] + peers + [f"pagoda ÷ {p}" for p in peers] + ["pagoda: of its ceiling (median)"]
 print("| " + " | ".join(head) + " |")
-print("| :--- | " + " | ".join(["---:"] * (len(head) - 1)) + " |")
+print("| :--- | " + " | ".join(["---:"] * (len(head) - 2)) + " | :--- |")
 for t in tests:
     p = cols["pagoda"].get(t, [])
     row = [t, cell(p)] + [cell(cols[c].get(t, [])) for c in peers]
     for c in peers:
         q = cols[c].get(t, [])
         row.append(f"**{statistics.median(p) / statistics.median(q):.2f}×**" if p and q else "–")
+    row.append(f"{statistics.median(frac[t]):.0f}% of {ceiling[t]}" if frac.get(t) else "–")
     print("| " + " | ".join(row) + " |")
+if batched:
+    one = [t for t in tests if t.startswith("decode 1 seqs")]
+    for t in tests:
+        if one and t.startswith("decode ") and t not in one:
+            b = statistics.median(cols["pagoda"][t]) / statistics.median(cols["pagoda"][one[0]])
+            print(f"\npagoda {t}: {b:.2f}× its decode of 1 sequence", end="")
+            tg = [u for u in tests if u.startswith("tg") and "@" not in u]
+            if tg:
+                print(f", {statistics.median(cols['pagoda'][t]) / statistics.median(cols['pagoda'][tg[0]]):.2f}× its {tg[0]}", end="")
+    print()
+if load:
+    print(f"\npagoda: load {statistics.median(load):.1f} s ({min(load):.1f}–{max(load):.1f}), "
+          f"resident memory after the load {statistics.median(rss):.0f} MiB, of it anonymous {statistics.median(anon):.0f} MiB "
+          "(the rest: the mapped file's pages)")
 PY
   done
   [ -z "${KEEP:-}" ] || echo "(the runs' JSON and logs are in $work)"

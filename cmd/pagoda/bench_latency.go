@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"pagoda/dist"
@@ -63,6 +64,14 @@ type latencyResult struct {
 	// kernels (model.AttentionTimer) and in the rest of the forward pass.
 	AttentionMs float64 `json:"attention_ms_per_step,omitempty"`
 	OtherMs     float64 `json:"other_ms_per_step,omitempty"`
+	// The model's load time on these threads (model.Load: the file
+	// mapped, its weights packed) and the process's resident memory
+	// right after it, in MiB, all of it (VmRSS, with the mapped file's
+	// pages) and the anonymous part (RssAnon); 0 where
+	// /proc/self/status has neither.
+	LoadSeconds float64 `json:"load_seconds"`
+	RSSMiB      float64 `json:"rss_mib_after_load"`
+	AnonMiB     float64 `json:"anon_mib_after_load"`
 }
 
 // runBenchLatency implements `pagoda bench latency`, like llama-bench: the
@@ -117,6 +126,12 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\nmodel %s: %.1f MiB, %.1f M params; %.1f MiB of weights and %.2f GFLOP of matrix products per token\n\n",
 		filepath.Base(f.model), float64(cost.fileBytes)/(1<<20), float64(cost.params)/1e6,
 		float64(cost.weightBytes)/(1<<20), 2*float64(cost.macs)/1e9)
+	if cost.experts > 0 {
+		fmt.Fprintf(stdout, "(a mixture of experts: %d of %d experts per token, %.1f MiB of their %.1f MiB of expert weights; "+
+			"a step of b sequences reads the experts any of them runs, as uniform routing would choose)\n\n",
+			cost.expertsUsed, cost.experts, float64(cost.expertBytes)*float64(cost.expertsUsed)/float64(cost.experts)/(1<<20),
+			float64(cost.expertBytes)/(1<<20))
+	}
 	if f.cpuProfile != "" {
 		stop, err := startProfile(f.cpuProfile)
 		if err != nil {
@@ -129,6 +144,10 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	var all []latencyResult
 	for _, t := range ts {
 		rs, err := latencyRuns(f, t, bs, kvType, cost, c)
+		if len(rs) > 0 {
+			defer fmt.Fprintf(stdout, "\n%d threads: model loaded in %.1f s; resident memory after the load %.0f MiB, %.0f MiB of it anonymous\n",
+				t, rs[0].LoadSeconds, rs[0].RSSMiB, rs[0].AnonMiB)
+		}
 		for _, r := range rs {
 			fmt.Fprintf(stdout, "| %d | %s | %.2f ± %.2f | %.1f%% of %s |\n", r.Threads, r.Test, r.Tokens, r.SD, 100*r.Fraction, r.Ceiling)
 		}
@@ -192,17 +211,27 @@ func parseLatencyFlags(args []string, out io.Writer) (latencyFlags, error) {
 
 // modelCost is what one token costs the model, from its GGUF file.
 type modelCost struct {
-	fileBytes   int64
-	params      int64
-	weightBytes int64 // bytes of the weight matrices a decode step reads
+	fileBytes int64
+	params    int64
+	// weightBytes is what a decode step of one token reads: the dense
+	// matrices, the norms and, of a mixture of experts' 3-D expert
+	// tensors, the share of the experts a token runs (used/experts).
+	weightBytes int64
 	macs        int64 // multiply-adds of those matrices per token
+	headMACs    int64 // of which the output head's (a prefill runs it on its last token only)
 	attnMACs    int64 // attention multiply-adds per token per context position
 	ctxLen      int   // trained context length (0: the file names none)
+	// A mixture of experts: every expert tensor's bytes, the expert count
+	// and the experts per token (0 for a dense model).
+	expertBytes          int64
+	experts, expertsUsed int
 }
 
-// readCost sums the 2-D weight matrices of a model file: all of them but
-// the token embeddings, which are read one row per token, unless they are
-// tied to the output head.
+// readCost sums the weights of a model file a decode step reads: the 2-D
+// matrices (all of them but the token embeddings, which are read one row
+// per token, unless they are tied to the output head), the 1-D norms and
+// biases, and of the 3-D expert tensors of a mixture of experts only the
+// experts a token runs (expert_used_count of expert_count).
 func readCost(path string) (modelCost, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -210,17 +239,30 @@ func readCost(path string) (modelCost, error) {
 	}
 	defer f.Close()
 	var c modelCost
+	arch, _ := f.String("general.architecture")
+	experts, _ := f.Uint(arch + ".expert_count")
+	used, _ := f.Uint(arch + ".expert_used_count")
+	c.experts, c.expertsUsed = int(experts), int(used)
 	_, hasOutput := f.TensorInfo("output.weight")
 	for _, t := range f.Tensors {
 		c.params += int64(t.NumElements())
 		c.fileBytes += t.Size
-		if len(t.Dims) != 2 || t.Name == "token_embd.weight" && hasOutput {
-			continue
+		switch {
+		case t.Name == "token_embd.weight" && hasOutput:
+		case len(t.Dims) == 1:
+			c.weightBytes += t.Size
+		case len(t.Dims) == 2:
+			c.weightBytes += t.Size
+			c.macs += int64(t.NumElements())
+			if t.Name == "output.weight" || t.Name == "token_embd.weight" && !hasOutput {
+				c.headMACs = int64(t.NumElements())
+			}
+		case len(t.Dims) == 3 && experts > 0 && used > 0 && t.Dims[2] == int(experts):
+			c.expertBytes += t.Size
+			c.weightBytes += t.Size * int64(used) / int64(experts)
+			c.macs += int64(t.NumElements()) * int64(used) / int64(experts)
 		}
-		c.weightBytes += t.Size
-		c.macs += int64(t.NumElements())
 	}
-	arch, _ := f.String("general.architecture")
 	layers, _ := f.Uint(arch + ".block_count")
 	dim, _ := f.Uint(arch + ".embedding_length")
 	c.attnMACs = 2 * int64(layers) * int64(dim) // q·k and p·v over all query heads
@@ -232,17 +274,33 @@ func readCost(path string) (modelCost, error) {
 	return c, nil
 }
 
+// stepBytes is what a decode step of b sequences reads of the weights:
+// every dense weight once and, of a mixture of experts, the experts that
+// at least one of the b tokens runs, expected under uniform routing
+// (1 − (1 − used/experts)^b of them; per token, used/experts).
+func (c modelCost) stepBytes(b int) float64 {
+	if c.experts == 0 || c.expertsUsed == 0 {
+		return float64(c.weightBytes)
+	}
+	share := float64(c.expertsUsed) / float64(c.experts)
+	dense := float64(c.weightBytes) - float64(c.expertBytes)*share
+	return dense + float64(c.expertBytes)*(1-math.Pow(1-share, float64(b)))
+}
+
 // latencyRuns loads the model on threads threads and runs every test.
 func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType, cost modelCost, c *ceilings) ([]latencyResult, error) {
 	opts := model.LoadOptions{Threads: threads, ExactArithmetic: f.exact, NoRepack: f.noRepack}
 	if f.comm != nil {
 		opts.TensorParallel, opts.ExpertParallel = f.comm, f.ep
 	}
+	t0 := time.Now()
 	m, _, err := model.Load(f.model, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
+	loadSec := time.Since(t0).Seconds()
+	rssMiB, anonMiB := residentMiB()
 	if at, ok := m.(model.AttentionTimer); ok && f.timeAttn {
 		at.TimeAttention(true)
 	}
@@ -259,7 +317,8 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 	var rs []latencyResult
 	add := func(test string, depth int, tps []float64, frac func(float64) float64, ceiling string) {
 		mean, sd := meanSD(tps)
-		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling, Depth: depth}
+		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling, Depth: depth,
+			LoadSeconds: loadSec, RSSMiB: rssMiB, AnonMiB: anonMiB}
 		r.totals.fill(&res)
 		rs = append(rs, res)
 	}
@@ -270,7 +329,9 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 		if err := r.fillContext(0, d); err != nil {
 			return rs, err
 		}
-		ppFlops := 2 * (float64(cost.macs) + float64(cost.attnMACs)*(float64(d)+float64(f.pp+1)/2))
+		// Per prompt token; the output head runs on the last token alone.
+		ppFlops := 2 * (float64(cost.macs-cost.headMACs) + float64(cost.headMACs)/float64(f.pp) +
+			float64(cost.attnMACs)*(float64(d)+float64(f.pp+1)/2))
 		tps, err := r.timeReps(f.reps, func() (int, error) { return f.pp, r.prefill(0, d, f.pp) })
 		if err != nil {
 			return rs, err
@@ -295,7 +356,8 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 		if err != nil {
 			return rs, err
 		}
-		steps := func(t float64) float64 { return t / float64(b) * float64(cost.weightBytes) / bw }
+		stepBytes := cost.stepBytes(b)
+		steps := func(t float64) float64 { return t / float64(b) * stepBytes / bw }
 		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), 0, tps, steps, "read bandwidth (weights once per step)")
 	}
 	return rs, nil
@@ -361,4 +423,35 @@ func (r *seqRunner) timeReps(reps int, work func() (int, error)) ([]float64, err
 		tps = append(tps, float64(n)/time.Since(t0).Seconds())
 	}
 	return tps, nil
+}
+
+// residentMiB returns the process's resident memory (VmRSS of
+// /proc/self/status) in MiB and, of it, the anonymous memory (RssAnon:
+// the packed weights, the buffers, the KV cache); 0 where it cannot be
+// read. The rest is the mapped file's pages (RssFile), which the kernel
+// may drop.
+func residentMiB() (rss, anon float64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	field := func(line, key string) (float64, bool) {
+		v, ok := strings.CutPrefix(line, key)
+		if !ok {
+			return 0, false
+		}
+		var kb float64
+		if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err != nil {
+			return 0, false
+		}
+		return kb / 1024, true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := field(line, "VmRSS:"); ok {
+			rss = v
+		} else if v, ok := field(line, "RssAnon:"); ok {
+			anon = v
+		}
+	}
+	return rss, anon
 }

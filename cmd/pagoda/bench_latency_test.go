@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"pagoda/gguf"
 	"pagoda/internal/testmodel"
 	"pagoda/model"
 )
@@ -290,5 +291,61 @@ func TestSeqContexts(t *testing.T) {
 	f = latencyFlags{pp: 16, tg: 4, depths: depthList{100}, batchCtx: 8, batchSteps: 2}
 	if ctxs, reserve := seqContexts(f, []int{2}); !slices.Equal(ctxs, []int{116, 10}) || reserve != 100 {
 		t.Fatalf("contexts %v, reserve %d", ctxs, reserve)
+	}
+}
+
+// TestReadCostMoE: a mixture of experts' decode bytes count the experts a
+// token runs (expert_used_count of expert_count of every 3-D expert
+// tensor) beside the dense matrices and norms; a step of many sequences
+// tends to every expert; a dense model's steps read its weights once.
+func TestReadCostMoE(t *testing.T) {
+	dir := t.TempDir()
+	moe, dense := filepath.Join(dir, "moe.gguf"), filepath.Join(dir, "dense.gguf")
+	if code, stdout, stderr := runCLI("model", "synth", "--arch", "qwen3moe", "--dims", "64,32,2,4,2,300",
+		"--experts", "8", "--experts-used", "2", "--type", "q8_0", "--vocab", "none", "--out", moe); code != 0 {
+		t.Fatalf("synth: exit %d: %s%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI("model", "synth", "--dims", "64,128,2,4,2,300", "--type", "q8_0",
+		"--vocab", "none", "--out", dense); code != 0 {
+		t.Fatalf("synth: exit %d: %s%s", code, stdout, stderr)
+	}
+	c, err := readCost(moe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.experts != 8 || c.expertsUsed != 2 || c.expertBytes == 0 {
+		t.Fatalf("experts %d, used %d, expert bytes %d; want 8, 2, > 0", c.experts, c.expertsUsed, c.expertBytes)
+	}
+	var dense2, expert, norms int64
+	f, err := gguf.Open(moe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range f.Tensors {
+		switch {
+		case len(tn.Dims) == 3:
+			expert += tn.Size
+		case len(tn.Dims) == 1:
+			norms += tn.Size
+		case tn.Name != "token_embd.weight":
+			dense2 += tn.Size
+		}
+	}
+	f.Close()
+	if want := dense2 + norms + expert/4; c.weightBytes != want || c.expertBytes != expert {
+		t.Errorf("weight bytes %d, expert bytes %d; want %d, %d", c.weightBytes, c.expertBytes, want, expert)
+	}
+	if got := c.stepBytes(1); got != float64(c.weightBytes) {
+		t.Errorf("a step of 1 reads %.0f bytes, want %d", got, c.weightBytes)
+	}
+	if got, all := c.stepBytes(1000), float64(dense2+norms+expert); got < all*0.999 || got > all {
+		t.Errorf("a step of 1000 reads %.0f bytes, want about %.0f", got, all)
+	}
+	d, err := readCost(dense)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.experts != 0 || d.expertBytes != 0 || d.stepBytes(32) != float64(d.weightBytes) || d.headMACs == 0 {
+		t.Errorf("dense: experts %d, expert bytes %d, step of 32 %.0f of %d, head %d", d.experts, d.expertBytes, d.stepBytes(32), d.weightBytes, d.headMACs)
 	}
 }
