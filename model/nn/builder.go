@@ -245,6 +245,9 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 			return nil, err
 		}
 	}
+	if err := m.releaseParts(); err != nil {
+		return nil, err
+	}
 	for _, k := range b.ropes {
 		r, err := kernels.NewRope(RopeConfig(k.r, k.freqs))
 		if err != nil {

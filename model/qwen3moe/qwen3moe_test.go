@@ -2,9 +2,11 @@ package qwen3moe
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,4 +295,24 @@ func TestRouteTopK(t *testing.T) {
 			t.Fatalf("unnormalised weight %d = %v, want the probability %v", r, w[r], p)
 		}
 	}
+}
+
+// TestExpertPagesReleased: with the fast arithmetic every expert reads a
+// packed copy, so each layer's three expert tensors leave resident memory
+// whole at load (their file pages would otherwise stay beside the copies,
+// twice the experts' bytes), and the model still computes the same logits
+// as one whose file is read again.
+func TestExpertPagesReleased(t *testing.T) {
+	path := writeMoE(t, 8, 2)
+	m := open(t, path, New, arithmetics["fast"])
+	var want []string
+	for i := range m.Config().Layers {
+		for _, n := range []string{"gate", "up", "down"} {
+			want = append(want, fmt.Sprintf("blk.%d.ffn_%s_exps.weight", i, n))
+		}
+	}
+	if got := m.ReleasedParts(); !slices.Equal(got, want) {
+		t.Fatalf("released %q, want %q", got, want)
+	}
+	sameBits(t, "after the release", prefill(t, m, prompts), prefill(t, open(t, path, New, arithmetics["fast"]), prompts))
 }
