@@ -65,7 +65,6 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 	// Every variant reads its own copies: the interleaved layouts may
 	// differ between variants.
 	ws := make([][]Weight, len(vs))
-	read := 0
 	for v := range vs {
 		for range copies {
 			w := one
@@ -79,8 +78,27 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 			}
 			ws[v] = append(ws[v], w)
 		}
-		read = len(ws[v][0].repacked)
 	}
+	names := make([]string, len(vs))
+	ks := make([]*impl, len(vs))
+	for v := range vs {
+		names[v], ks[v] = vs[v].name, vs[v].k
+	}
+	timeVariants(b, names, ks, ws, x, rows, n, len(one.Data))
+}
+
+// timeVariants times one-token-style matmuls of the variants (names,
+// their implementations ks and their copies ws of one weight, every copy
+// multiplied once per round, the variants in turn) against the bandwidth
+// probe of `pagoda bench ceilings` (two threads, each its half of as many
+// bytes as the first variant's copies hold) run in the same round, after
+// checking that every variant computes the first one's bits. Per variant
+// it reports the medians over rounds of the time of one matmul, of the
+// bytes of its copy read per second, of that over the probe's (each
+// round's own ratio: the machine's bandwidth drifts between rounds) and
+// of the file's bytes (fileBytes per copy) per second.
+func timeVariants(b *testing.B, names []string, ks []*impl, ws [][]Weight, x []float32, rows, n, fileBytes int) {
+	copies, read := len(ws[0]), len(ws[0][0].repacked)
 	probe := [2][]byte{hugemem.Slice[byte](copies * read / 2), hugemem.Slice[byte](copies * read / 2)}
 	for _, p := range probe {
 		for i := 0; i < len(p); i += 4096 {
@@ -88,31 +106,30 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 		}
 	}
 	dst := make([]float32, n*rows)
-	pools := make([]*Pool, len(vs))
-	for v := range vs {
-		pools[v] = newPool(2, vs[v].k)
+	pools := make([]*Pool, len(ks))
+	for v := range ks {
+		pools[v] = newPool(2, ks[v])
 		defer pools[v].Close()
 	}
-	// Every variant computes the same bits.
 	want := make([]float32, n*rows)
 	pools[0].MatMul(want, ws[0][0], x, n)
-	for v := 1; v < len(vs); v++ {
+	for v := 1; v < len(ks); v++ {
 		pools[v].MatMul(dst, ws[v][0], x, n)
 		for i := range dst {
 			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
-				b.Fatalf("%s: row %d: %v, want %v", vs[v].name, i, dst[i], want[i])
+				b.Fatalf("%s: row %d: %v, want %s's %v", names[v], i, dst[i], names[0], want[i])
 			}
 		}
 	}
-	secs := make([][]float64, len(vs)+1) // per variant, then the probe: seconds per round
+	secs := make([][]float64, len(ks)+1) // per variant, then the probe: seconds per round
 	// Each round starts with the next variant: a variant's place in the
 	// round moves its figures by up to 8% (the last one, just before the
 	// probe, runs fastest on Zen 4).
 	first := 0
 	round := func(timed bool) {
 		first++
-		for i := range vs {
-			v := (first + i) % len(vs)
+		for i := range ks {
+			v := (first + i) % len(ks)
 			t0 := time.Now()
 			for _, w := range ws[v] {
 				pools[v].MatMul(dst, w, x, n)
@@ -123,26 +140,26 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 		}
 		s := parallel(2, func(int) {}, func(t int) { readProbe(probe[t]) })
 		if timed {
-			secs[len(vs)] = append(secs[len(vs)], s)
+			secs[len(ks)] = append(secs[len(ks)], s)
 		}
 	}
 	round(false)
 	for b.Loop() {
 		round(true)
 	}
-	probed := secs[len(vs)]
+	probed := secs[len(ks)]
 	b.ReportMetric(float64(copies*read)/median(slices.Clone(probed))/1e9, "ceilGB/s")
-	for v := range vs {
+	for v := range ks {
 		bytes := float64(copies * len(ws[v][0].repacked))
-		// The fraction of the ceiling is the median of the rounds' own
-		// ratios: the machine's bandwidth drifts between rounds.
 		frac := make([]float64, len(probed))
 		for i, s := range secs[v] {
 			frac[i] = probed[i] / s * bytes / float64(copies*read)
 		}
-		b.ReportMetric(bytes/median(slices.Clone(secs[v]))/1e9, vs[v].name+"-GB/s")
-		b.ReportMetric(100*median(frac), vs[v].name+"-%ceil")
-		b.ReportMetric(float64(copies*len(one.Data))/median(secs[v])/1e9, vs[v].name+"-fileGB/s")
+		m := median(slices.Clone(secs[v]))
+		b.ReportMetric(m/float64(copies)*1e9, names[v]+"-ns/matmul")
+		b.ReportMetric(bytes/m/1e9, names[v]+"-GB/s")
+		b.ReportMetric(100*median(frac), names[v]+"-%ceil")
+		b.ReportMetric(float64(copies*fileBytes)/m/1e9, names[v]+"-fileGB/s")
 	}
 }
 

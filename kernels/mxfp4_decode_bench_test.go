@@ -4,13 +4,9 @@ package kernels
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"testing"
-	"time"
 
 	"pagoda/gguf"
-	"pagoda/internal/hugemem"
 )
 
 // BenchmarkMXFP4Decode compares MXFP4's native fast kernels (its 17-byte
@@ -71,65 +67,10 @@ func benchMXFP4Decode(b *testing.B, k *impl, rows, cols, n int) {
 			ws[v] = append(ws[v], w)
 		}
 	}
-	read := len(ws[0][0].repacked)
-	probe := [2][]byte{hugemem.Slice[byte](copies * read / 2), hugemem.Slice[byte](copies * read / 2)}
-	for _, p := range probe {
-		for i := 0; i < len(p); i += 4096 {
-			p[i] = 1
-		}
-	}
-	dst := make([]float32, n*rows)
-	pools := make([]*Pool, len(vs))
+	names := make([]string, len(vs))
+	ks := make([]*impl, len(vs))
 	for v := range vs {
-		pools[v] = newPool(2, vs[v].k)
-		defer pools[v].Close()
+		names[v], ks[v] = vs[v].name, vs[v].k
 	}
-	// Every variant computes the same bits.
-	want := make([]float32, n*rows)
-	pools[0].MatMul(want, ws[0][0], x, n)
-	for v := 1; v < len(vs); v++ {
-		pools[v].MatMul(dst, ws[v][0], x, n)
-		for i := range dst {
-			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
-				b.Fatalf("row %d: %s %v, new %v", i, vs[v].name, dst[i], want[i])
-			}
-		}
-	}
-	secs := make([][]float64, len(vs)+1) // per variant, then the probe
-	first := 0
-	round := func(timed bool) {
-		first++
-		for i := range vs {
-			v := (first + i) % len(vs)
-			t0 := time.Now()
-			for _, w := range ws[v] {
-				pools[v].MatMul(dst, w, x, n)
-			}
-			if timed {
-				secs[v] = append(secs[v], time.Since(t0).Seconds())
-			}
-		}
-		s := parallel(2, func(int) {}, func(t int) { readProbe(probe[t]) })
-		if timed {
-			secs[len(vs)] = append(secs[len(vs)], s)
-		}
-	}
-	round(false)
-	for b.Loop() {
-		round(true)
-	}
-	probed := secs[len(vs)]
-	b.ReportMetric(float64(copies*read)/median(slices.Clone(probed))/1e9, "ceilGB/s")
-	for v := range vs {
-		bytes := float64(copies * len(ws[v][0].repacked))
-		frac := make([]float64, len(probed))
-		for i, s := range secs[v] {
-			frac[i] = probed[i] / s * bytes / float64(copies*read)
-		}
-		m := median(slices.Clone(secs[v]))
-		b.ReportMetric(m/float64(copies)*1e9, vs[v].name+"-ns/matmul")
-		b.ReportMetric(bytes/m/1e9, vs[v].name+"-GB/s")
-		b.ReportMetric(100*median(frac), vs[v].name+"-%ceil")
-		b.ReportMetric(float64(copies*len(one.Data))/m/1e9, vs[v].name+"-fileGB/s")
-	}
+	timeVariants(b, names, ks, ws, x, rows, n, len(one.Data))
 }
