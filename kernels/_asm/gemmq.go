@@ -149,21 +149,29 @@ func (g *gemmQ) gen() {
 	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX-512 VNNI).",
 		name, g.t.name, g.na))
 	g.gb = loadGP("groupBytes")
+	groupPasses(name, r, group, g.streams(), g.pass)
+}
+
+// groupPasses emits a fast kernel's loop over its rows (from r, the group
+// at group, both advanced by pass): passes over pairs of groups (pass
+// with wide) while two remain, then one group at a time; a kernel that
+// streams takes every group alone. gemmQ and gemmM share it.
+func groupPasses(name string, r, group reg.GPVirtual, streams bool, pass func(wide bool, r, group reg.GPVirtual)) {
 	rows := loadGP("rows")
-	if !g.streams() {
+	if !streams {
 		Label(name + "_pairs")
 		end := GP64()
 		LEAQ(Mem{Base: r, Disp: 2 * fastGroup}, end)
 		CMPQ(end, rows)
 		JG(LabelRef(name + "_tail"))
-		g.pass(true, r, group)
+		pass(true, r, group)
 		JMP(LabelRef(name + "_pairs"))
 	}
 	Label(name + "_tail")
 	CMPQ(r, rows)
 	JGE(LabelRef(name + "_done"))
-	g.pass(false, r, group)
-	if g.streams() {
+	pass(false, r, group)
+	if streams {
 		JMP(LabelRef(name + "_tail"))
 	}
 	Label(name + "_done")

@@ -109,26 +109,7 @@ func (g *gemmM) gen() {
 	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows MXFP4 weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (%s).",
 		name, g.na, isa))
 	g.gb = loadGP("groupBytes")
-	rows := loadGP("rows")
-	if !g.streams() {
-		Label(name + "_pairs")
-		end := GP64()
-		LEAQ(Mem{Base: r, Disp: 2 * fastGroup}, end)
-		CMPQ(end, rows)
-		JG(LabelRef(name + "_tail"))
-		g.pass(true, r, group)
-		JMP(LabelRef(name + "_pairs"))
-	}
-	Label(name + "_tail")
-	CMPQ(r, rows)
-	JGE(LabelRef(name + "_done"))
-	g.pass(false, r, group)
-	if g.streams() {
-		JMP(LabelRef(name + "_tail"))
-	}
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	groupPasses(name, r, group, g.streams(), g.pass)
 }
 
 // pass emits one pass over a pair of groups (wide) or one group, from row
