@@ -79,16 +79,11 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 			ws[v] = append(ws[v], w)
 		}
 	}
-	names := make([]string, len(vs))
-	ks := make([]*impl, len(vs))
-	for v := range vs {
-		names[v], ks[v] = vs[v].name, vs[v].k
-	}
-	timeVariants(b, names, ks, ws, x, rows, n, len(one.Data))
+	timeVariants(b, vs, ws, x, rows, n, len(one.Data))
 }
 
-// timeVariants times one-token-style matmuls of the variants (names,
-// their implementations ks and their copies ws of one weight, every copy
+// timeVariants times one-token-style matmuls of the variants vs (their
+// copies ws of one weight, every copy
 // multiplied once per round, the variants in turn) against the bandwidth
 // probe of `pagoda bench ceilings` (two threads, each its half of as many
 // bytes as the first variant's copies hold) run in the same round, after
@@ -97,7 +92,12 @@ func benchDecode(b *testing.B, typ gguf.Type, rows, cols, n int) {
 // bytes of its copy read per second, of that over the probe's (each
 // round's own ratio: the machine's bandwidth drifts between rounds) and
 // of the file's bytes (fileBytes per copy) per second.
-func timeVariants(b *testing.B, names []string, ks []*impl, ws [][]Weight, x []float32, rows, n, fileBytes int) {
+func timeVariants(b *testing.B, vs []decodeVariant, ws [][]Weight, x []float32, rows, n, fileBytes int) {
+	names := make([]string, len(vs))
+	ks := make([]*impl, len(vs))
+	for v := range vs {
+		names[v], ks[v] = vs[v].name, vs[v].k
+	}
 	copies, read := len(ws[0]), len(ws[0][0].repacked)
 	probe := [2][]byte{hugemem.Slice[byte](copies * read / 2), hugemem.Slice[byte](copies * read / 2)}
 	for _, p := range probe {

@@ -44,33 +44,23 @@ func benchMXFP4Decode(b *testing.B, k *impl, rows, cols, n int) {
 	}
 	one := Weight{Type: gguf.MXFP4, Data: data, Rows: rows, Cols: cols}
 	x := randVec(r, n*cols, 1)
-	vs := []struct {
-		name  string
-		k     *impl
-		relay func(Weight) Weight
-	}{
+	vs := []decodeVariant{
 		{"new", k, func(w Weight) Weight { return fast(k, w) }},
 		{"q8", mxfp4Q8Impl(k), mxfp4Q8},
 	}
 	if ks := mxfp4Variants(k); len(ks) > 1 {
-		vs = append(vs, vs[0])
-		vs[2].name, vs[2].k, vs[2].relay = "vpshufb", ks[1], func(w Weight) Weight { return fast(ks[1], w) }
+		vs = append(vs, decodeVariant{"vpshufb", ks[1], func(w Weight) Weight { return fast(ks[1], w) }})
 	}
 	copies := max(1, decodeBenchBytes/len(one.Data))
 	ws := make([][]Weight, len(vs))
 	for v := range vs {
 		for range copies {
-			w := vs[v].relay(one) // the kernels read the copy only: Data is shared
+			w := vs[v].relayout(one) // the kernels read the copy only: Data is shared
 			if w.repacked == nil {
 				b.Fatalf("%s: no interleaved copy", vs[v].name)
 			}
 			ws[v] = append(ws[v], w)
 		}
 	}
-	names := make([]string, len(vs))
-	ks := make([]*impl, len(vs))
-	for v := range vs {
-		names[v], ks[v] = vs[v].name, vs[v].k
-	}
-	timeVariants(b, names, ks, ws, x, rows, n, len(one.Data))
+	timeVariants(b, vs, ws, x, rows, n, len(one.Data))
 }
