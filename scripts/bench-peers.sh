@@ -12,8 +12,9 @@
 # -gp D,TG gives tg at depth D, and no pp at a depth is measured there). The programs run one
 # repetition each, in turn (pagoda, llama.cpp, ik_llama.cpp, pagoda, …), REPS rounds, so that a
 # drift of the machine's speed is shared; the table gives, for each test, every program's median
-# and range (min–max) of tokens/s over the rounds and the ratios of pagoda's median to each
-# peer's. Environment: THREADS (2), REPS (3), PP (512), TG (128), DEPTHS (comma list, "0"; e.g.
+# and range (min–max) of tokens/s over the rounds, and the median and range of the rounds' ratios
+# of pagoda to each peer (paired within a round, so that a drift between rounds cancels).
+# Environment: THREADS (2), REPS (3), PP (512), TG (128), DEPTHS (comma list, "0"; e.g.
 # "0,4096,16384": a depth plus PP or TG must fit the model's context, which pagoda checks), FA
 # (llama.cpp's and ik_llama.cpp's flash attention: 1, 0 or "0,1"; default 1), IK_LLAMA (auto, or
 # off to leave ik_llama.cpp out), LLAMA_ARGS / IK_ARGS / PAGODA_ARGS (extra flags), PAGODA, KEEP
@@ -143,7 +144,7 @@ latency_peers() {
   echo "$threads threads; $reps rounds, each running pagoda, llama.cpp${ikbin:+ and ik_llama.cpp} once in turn on each model (one repetition each);"
   local ver
   ver="$("$bin/llama-bench" --version 2>&1 | grep -m1 -o 'version: .*' || true)"
-  echo "median (min–max) tokens/s; ratios of the medians. llama.cpp: llama-bench ${ver:-version ?}, -fa $fa, extra buffer types $bufts${llama_args[*]:+ ${llama_args[*]}}."
+  echo "median (min–max) tokens/s; ratios: median (min–max) of the rounds' ratios. llama.cpp: llama-bench ${ver:-version ?}, -fa $fa, extra buffer types $bufts${llama_args[*]:+ ${llama_args[*]}}."
   [ -n "$ikbin" ] && echo "ik_llama.cpp: llama-bench of $(cat "$ikbin/../../ik_llama.cpp-src/PAGODA_COMMIT" 2>/dev/null | cut -c1-9 || echo '?'), -rtr 1 -fa $fa${ik_args[*]:+ ${ik_args[*]}}; its tg at a depth is its -gp D,$tg, and it has no pp at a depth (–)."
   i=0
   for m in "${models[@]}"; do
@@ -171,7 +172,7 @@ def ik_key(row):
 
 cols = {"pagoda": {}}
 tests = []
-frac, ceiling, load, rss, anon = {}, {}, [], [], []
+frac, ceiling, gbs, load, rss, anon = {}, {}, {}, [], [], []
 for r in range(1, reps + 1):
     rows = json.load(open(f"{work}/{i}.{r}.pagoda.json"))["results"]
     if rows:
@@ -184,6 +185,8 @@ for r in range(1, reps + 1):
         cols["pagoda"].setdefault(row["test"], []).append(row["tokens_per_second"])
         frac.setdefault(row["test"], []).append(100 * row["fraction"])
         ceiling[row["test"]] = row["ceiling"]
+        if row.get("read_gbs"):
+            gbs.setdefault(row["test"], []).append(row["read_gbs"])
         if row["test"] not in tests:
             tests.append(row["test"])
     for name, key, on in (("llama.cpp", llama_key, True), ("ik_llama.cpp", ik_key, has_ik)):
@@ -207,8 +210,13 @@ for t in tests:
     row = [t, cell(p)] + [cell(cols[c].get(t, [])) for c in peers]
     for c in peers:
         q = cols[c].get(t, [])
-        row.append(f"**{statistics.median(p) / statistics.median(q):.2f}×**" if p and q else "–")
-    row.append(f"{statistics.median(frac[t]):.0f}% of {ceiling[t]}" if frac.get(t) else "–")
+        # Paired: each round's ratio (the programs ran minutes apart at most), then their median and
+        # range, which a drift of the machine's bandwidth between rounds moves far less than a ratio
+        # of medians.
+        rs = [a / b for a, b in zip(p, q)]
+        row.append(f"**{statistics.median(rs):.2f}×** ({min(rs):.2f}–{max(rs):.2f})" if rs else "–")
+    at = f" ({statistics.median(gbs[t]):.1f} GB/s around it)" if gbs.get(t) else ""
+    row.append(f"{statistics.median(frac[t]):.0f}% of {ceiling[t]}{at}" if frac.get(t) else "–")
     print("| " + " | ".join(row) + " |")
 if batched:
     one = [t for t in tests if t.startswith("decode 1 seqs")]

@@ -13,6 +13,7 @@ import (
 
 	"pagoda/dist"
 	"pagoda/gguf"
+	"pagoda/kernels"
 	"pagoda/model"
 	"pagoda/sched"
 )
@@ -49,6 +50,11 @@ type latencyResult struct {
 	SD       float64 `json:"sd"`
 	Fraction float64 `json:"fraction"` // of the ceiling below
 	Ceiling  string  `json:"ceiling"`
+	// ReadGBs is the read bandwidth a bandwidth-bound test (tg, batched
+	// decode) is measured against: the mean of probes run just before and
+	// just after it, since a VM's bandwidth can move by 2× between minutes
+	// (the ceilings table's probe ran at the start); 0 for pp tests.
+	ReadGBs float64 `json:"read_gbs,omitempty"`
 	// The per-step time split with tensor parallelism (model.CommTimes),
 	// means over the test's steps in milliseconds, and the steps run as
 	// two micro-batches (dual-batch overlap).
@@ -149,7 +155,11 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 				t, rs[0].LoadSeconds, rs[0].RSSMiB, rs[0].AnonMiB)
 		}
 		for _, r := range rs {
-			fmt.Fprintf(stdout, "| %d | %s | %.2f ± %.2f | %.1f%% of %s |\n", r.Threads, r.Test, r.Tokens, r.SD, 100*r.Fraction, r.Ceiling)
+			at := ""
+			if r.ReadGBs > 0 {
+				at = fmt.Sprintf(", %.1f GB/s around the test", r.ReadGBs)
+			}
+			fmt.Fprintf(stdout, "| %d | %s | %.2f ± %.2f | %.1f%% of %s%s |\n", r.Threads, r.Test, r.Tokens, r.SD, 100*r.Fraction, r.Ceiling, at)
 		}
 		all = append(all, rs...)
 		if err != nil {
@@ -311,14 +321,23 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 	}
 	r.dbo = f.dbo
 	ci := c.at(threads)
-	bw, peak := c.ReadGBs[ci]*1e9, c.DotGOps[ci]*1e9
+	peak := c.DotGOps[ci] * 1e9
+	probeBytes := c.ReadMiB << 20
+	// probeAround times a bandwidth-bound test between two read probes
+	// and returns its rates and the probes' mean bandwidth in bytes/s.
+	probeAround := func(work func() (int, error)) ([]float64, float64, error) {
+		before := kernels.ReadBandwidth(threads, probeBytes, max(2, int(1e9)/probeBytes))
+		tps, err := r.timeReps(f.reps, work)
+		after := kernels.ReadBandwidth(threads, probeBytes, max(2, int(1e9)/probeBytes))
+		return tps, (before + after) / 2, err
+	}
 	mc := m.Config()
 	kvToken := float64(model.BlockBytes(mc.Layers, 1, mc.KVHeads, mc.HeadDim, kvType)) // K and V of one position, all layers
 	var rs []latencyResult
-	add := func(test string, depth int, tps []float64, frac func(float64) float64, ceiling string) {
+	add := func(test string, depth int, tps []float64, bw float64, frac func(float64) float64, ceiling string) {
 		mean, sd := meanSD(tps)
 		res := latencyResult{Test: test, Threads: threads, Tokens: mean, SD: sd, Fraction: frac(mean), Ceiling: ceiling, Depth: depth,
-			LoadSeconds: loadSec, RSSMiB: rssMiB, AnonMiB: anonMiB}
+			ReadGBs: bw / 1e9, LoadSeconds: loadSec, RSSMiB: rssMiB, AnonMiB: anonMiB}
 		r.totals.fill(&res)
 		rs = append(rs, res)
 	}
@@ -336,29 +355,29 @@ func latencyRuns(f latencyFlags, threads int, batches []int, kvType model.KVType
 		if err != nil {
 			return rs, err
 		}
-		add(depthName(fmt.Sprintf("pp%d", f.pp), d), d, tps, func(t float64) float64 { return t * ppFlops / peak }, "int8 dot peak")
+		add(depthName(fmt.Sprintf("pp%d", f.pp), d), d, tps, 0, func(t float64) float64 { return t * ppFlops / peak }, "int8 dot peak")
 		tgBytes, ceiling := float64(cost.weightBytes), "read bandwidth"
 		if d > 0 { // each step also reads the KV cache of its context
 			tgBytes += kvToken * (float64(d) + float64(f.tg)/2)
 			ceiling = "read bandwidth (weights + KV cache)"
 		}
-		tps, err = r.timeReps(f.reps, func() (int, error) { return f.tg, r.decodeOne(d, f.tg) })
+		tps, bw, err := probeAround(func() (int, error) { return f.tg, r.decodeOne(d, f.tg) })
 		if err != nil {
 			return rs, err
 		}
-		add(depthName(fmt.Sprintf("tg%d", f.tg), d), d, tps, func(t float64) float64 { return t * tgBytes / bw }, ceiling)
+		add(depthName(fmt.Sprintf("tg%d", f.tg), d), d, tps, bw, func(t float64) float64 { return t * tgBytes / bw }, ceiling)
 	}
 	for _, b := range batches {
 		if err := r.prefillAll(b, f.batchCtx); err != nil {
 			return rs, err
 		}
-		tps, err := r.timeReps(f.reps, func() (int, error) { return b * f.batchSteps, r.decodeBatch(b, f.batchCtx, f.batchSteps) })
+		tps, bw, err := probeAround(func() (int, error) { return b * f.batchSteps, r.decodeBatch(b, f.batchCtx, f.batchSteps) })
 		if err != nil {
 			return rs, err
 		}
 		stepBytes := cost.stepBytes(b)
 		steps := func(t float64) float64 { return t / float64(b) * stepBytes / bw }
-		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), 0, tps, steps, "read bandwidth (weights once per step)")
+		add(fmt.Sprintf("decode %d seqs, ctx %d", b, f.batchCtx), 0, tps, bw, steps, "read bandwidth (weights once per step)")
 	}
 	return rs, nil
 }
