@@ -1,6 +1,8 @@
 package llama
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"pagoda/gguf"
@@ -15,7 +17,8 @@ import (
 // (a tied head included); NoRepack keeps them all plain. By default (the
 // fast arithmetic, which is the repacked one for Q4_0) the output head is
 // repacked even when tied. All give the same next token and logits within
-// float32 rounding.
+// float32 rounding. The file pages of every matrix read through a copy
+// are released at load, and no others (checkReleased).
 func TestRepackChoosesLlamaCppTensors(t *testing.T) {
 	shape := tinyShape("tiny", 256, 512, 320)
 	for _, tied := range []bool{false, true} {
@@ -42,6 +45,7 @@ func TestRepackChoosesLlamaCppTensors(t *testing.T) {
 					}
 				}
 			}
+			checkReleased(t, m, tied)
 			logits[i] = prefillLogits(t, m, []int32{1, 17, 42, 99, 7})
 		}
 		for _, i := range []int{0, 2} {
@@ -105,4 +109,27 @@ func TestSynthQ4_0AgainstLlamaCpp(t *testing.T) {
 	kv, alloc := newCache(t, m, len(cases)*((64+48)/16+1), 16, model.KVF16)
 	chosen, top := runGreedy(t, m, kv, alloc, cases, steps, 5e-2)
 	t.Logf("%d cases × %d steps; max |logprob error|: chosen %.1e, top-5 %.1e", len(cases), steps, chosen, top)
+}
+
+// checkReleased checks that the model released at load the file pages of
+// exactly the matrices whose kernels read a packed or repacked copy, on one
+// rank: each layer matrix and an untied output head that reads a copy,
+// never the token embeddings (nor a tied head, which is their tensor).
+func checkReleased(t *testing.T, m *Model, tied bool) {
+	t.Helper()
+	var want []string
+	for _, w := range m.Matrices() {
+		switch name, _, _ := strings.Cut(w.Name, "@"); {
+		case name == "token_embd":
+		case name == "output":
+			if !tied && w.W.ReadsCopy() {
+				want = append(want, "output.weight")
+			}
+		case w.W.ReadsCopy():
+			want = append(want, name)
+		}
+	}
+	if got := m.Released(); !slices.Equal(got, want) {
+		t.Errorf("tied %v: released %q, want %q", tied, got, want)
+	}
 }

@@ -240,10 +240,8 @@ func (b *Builder) Build(blocks []Block, opt Options) (*Model, error) {
 			e.prepare()
 		}
 	}
-	if m.tp.comm != nil {
-		if err := m.releaseUnused(); err != nil {
-			return nil, err
-		}
+	if err := m.releaseUnused(); err != nil {
+		return nil, err
 	}
 	if err := m.releaseParts(); err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ type Model struct {
 	output   kernels.Weight // (VocabSize, Dim); the embeddings when tied
 	untied   bool
 	softcap  float32  // logits = softcap·tanh(logits/softcap) when > 0
-	released []string // tensors held as parts, released whole at load (releaseParts)
+	released []string // tensors whose file pages were released whole at load (Released)
 	enc      *Encoder // an encoder-only model (BERT): no head; nil for a decoder
 	bidir    bool     // a layer attends bidirectionally
 	layers   []Block
