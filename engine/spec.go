@@ -139,7 +139,10 @@ func (c *SpeculativeConfig) resolve() error {
 // unless speculation is off, too many sequences run
 // (DisableByBatchSize), or the sequence's guesses keep failing. Requests
 // that keep every row's logits (prompt logprobs) and beam searches do not
-// speculate. A sequence proposes at most what its max_tokens and the
+// speculate, nor a request with best_of > 1 before its first token (a
+// prompt served from the prefix cache but for its last token is one
+// token from decoding): its first draw forks the other sequences. A
+// sequence proposes at most what its max_tokens and the
 // model length leave after the token it samples anyway.
 //
 // A draft model proposes for all of them at once (draftProposer.run), and
@@ -169,8 +172,8 @@ func (e *Engine) propose() {
 	}
 	e.jobs = e.jobs[:0]
 	for _, r := range e.reqs {
-		if r.beam != nil || r.group.AllLogits {
-			continue
+		if r.beam != nil || r.group.AllLogits || (!r.forked && r.params.bestOf() > 1) {
+			continue // a request forks its other sequences at its first sample, which sample() draws
 		}
 		for q, st := range r.seqs {
 			q.Spec = q.Spec[:0]

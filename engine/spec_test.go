@@ -340,3 +340,29 @@ func (tc specCase) run(t *testing.T, path string, reqs []Request, want []Request
 	}
 	return e
 }
+
+// A request with n > 1 whose chunked prefill leaves its prompt's last
+// token for a step of its own is one token from decoding there: it must not
+// speculate before its first draw, which forks its other sequences (it did,
+// and forked them late, mid-output). Outputs equal plain decoding's.
+func TestSpeculativeForkAfterChunkedPrefill(t *testing.T) {
+	path := testmodel.Stories(t)
+	const budget = 16
+	chunked := func(c *Config) { c.MaxNumBatchedTokens, c.MaxNumSeqs = budget, 8 }
+	base := newTestEngine(t, path, chunked)
+	tok := base.Tokenizer()
+	// Repeated, so that proposals exist for the prompt's end.
+	prompt := tok.Encode(strings.Repeat("Lily liked to play in the park. ", 4), true, true)[:budget+1]
+	seed := int64(7)
+	p := DefaultSamplingParams()
+	p.Temperature, p.Seed, p.MaxTokens, p.N = 0.8, &seed, 24, 2
+	reqs := []Request{{PromptTokens: prompt, Params: p}}
+	want := runAll(t, base, reqs)
+	for _, method := range []string{"ngram", "suffix"} {
+		e := newTestEngine(t, path, func(c *Config) {
+			chunked(c)
+			c.Speculative = &SpeculativeConfig{Method: method, NumSpeculativeTokens: 5, DisableByBatchSize: 64}
+		})
+		sameOutputs(t, runAll(t, e, reqs), want)
+	}
+}
