@@ -51,13 +51,24 @@ type SamplingParams struct {
 	// constrains the tokens after it. Empty: the grammar applies from the
 	// first token. It has no effect without Grammar.
 	ReasoningEnd []int32
+	// ThinkingBudget bounds a reasoning model's thinking (vLLM's
+	// thinking_token_budget): once the output has drawn this many tokens
+	// inside thinking sections, the next tokens are forced to be
+	// ThinkingEnd (engine's thinkingBudget). A section opens at the first
+	// token when ThinkingFromStart (the prompt left the reasoning open) and
+	// after each ThinkingStart in the output, and closes at ThinkingEnd's
+	// first token. -1 (the default): no bound; it needs ThinkingEnd.
+	ThinkingBudget    int
+	ThinkingStart     []int32
+	ThinkingEnd       []int32
+	ThinkingFromStart bool
 }
 
 // DefaultSamplingParams returns vLLM's defaults: n 1, temperature 1, skip
 // special tokens, no logprobs.
 func DefaultSamplingParams() SamplingParams {
 	return SamplingParams{Params: sample.DefaultParams(), N: 1, SkipSpecialTokens: true,
-		PromptLogprobs: -1, LengthPenalty: 1}
+		PromptLogprobs: -1, LengthPenalty: 1, ThinkingBudget: -1}
 }
 
 // GreedyParams returns greedy decoding of maxTokens tokens.
@@ -123,10 +134,18 @@ func (p *SamplingParams) Validate(vocabSize int) error {
 			return fmt.Errorf("stop_token_ids must be in [0, %d), got %d", vocabSize, id)
 		}
 	}
-	for _, id := range p.ReasoningEnd {
-		if id < 0 || int(id) >= vocabSize {
-			return fmt.Errorf("the reasoning end tokens must be in [0, %d), got %d", vocabSize, id)
+	for _, ids := range [][]int32{p.ReasoningEnd, p.ThinkingStart, p.ThinkingEnd} {
+		for _, id := range ids {
+			if id < 0 || int(id) >= vocabSize {
+				return fmt.Errorf("the reasoning end tokens must be in [0, %d), got %d", vocabSize, id)
+			}
 		}
+	}
+	if p.ThinkingBudget >= 0 && len(p.ThinkingEnd) == 0 {
+		return fmt.Errorf("thinking_token_budget needs a reasoning parser (its end-of-thinking tokens)")
+	}
+	if p.ThinkingBudget >= 0 && p.UseBeamSearch {
+		return fmt.Errorf("thinking_token_budget cannot be combined with use_beam_search")
 	}
 	if p.UseBeamSearch {
 		if p.Grammar != nil {

@@ -126,6 +126,10 @@ func (e *Engine) sampleOne(r *request, q *sched.Sequence, row []float32) {
 			return
 		}
 		st.sampler.Allow(e.mask)
+	} else if id, ok := st.think.force(&r.params); ok {
+		e.forceMask(id)
+		st.sampler.Allow(e.mask)
+		defer st.sampler.Allow(nil)
 	}
 	res := st.sampler.SampleWith(&e.scratch, row)
 	e.appendToken(r, q, st, res.ID, res.Logprob, res.Top)
@@ -144,6 +148,9 @@ func (e *Engine) appendToken(r *request, q *sched.Sequence, st *outputState, id 
 	st.hasDelta = true
 	e.stats.GenerationTokens++
 	n := len(q.Output())
+	if st.matcher == nil {
+		st.think.accept(&r.params, q.Output())
+	}
 	if n == r.params.MinTokens {
 		st.sampler.Suppress(nil)
 	}

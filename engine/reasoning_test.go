@@ -61,3 +61,53 @@ func TestGrammarAfterReasoning(t *testing.T) {
 		t.Errorf("an out-of-vocabulary reasoning end: %v", err)
 	}
 }
+
+// ThinkingBudget forces ThinkingEnd once the output has drawn the budget's
+// tokens inside thinking sections: a section opened by ThinkingStart in the
+// output, or from the first token (ThinkingFromStart); an end of two tokens
+// is forced whole; a budget never spent changes nothing.
+func TestThinkingBudget(t *testing.T) {
+	ref := readReference(t, testmodel.StoriesReference(t))
+	c := ref.Cases[0]
+	greedy := c.CompletionTokens
+	const s = 2 // the greedy token at s opens the section
+	if slices.Index(greedy, greedy[s]) != s {
+		t.Fatalf("token %d first appears before position %d: %v", greedy[s], s, greedy)
+	}
+	e := newTestEngine(t, testmodel.Stories(t), nil)
+	end := []int32{13, 7} // forced after the budget
+	if slices.Contains(greedy[:16], end[0]) {
+		t.Fatalf("the end token %d is among the greedy tokens %v", end[0], greedy[:16])
+	}
+	mk := func(budget int, start []int32, fromStart bool, endIDs []int32) Request {
+		p := GreedyParams(16)
+		p.ThinkingBudget, p.ThinkingStart, p.ThinkingEnd, p.ThinkingFromStart = budget, start, endIDs, fromStart
+		return Request{PromptTokens: c.PromptTokens, Params: p}
+	}
+	open := greedy[s : s+1]
+	outs := runAll(t, e, []Request{
+		mk(3, open, false, end[:1]),   // 0: s+1 free tokens, 3 inside, then the end
+		mk(0, open, false, end),       // 1: the end forced right after the start, both tokens
+		mk(4, nil, true, end[:1]),     // 2: inside from the first token
+		mk(100, open, false, end[:1]), // 3: never spent
+	})
+	want := func(i int, prefix []int32, forced []int32) {
+		t.Helper()
+		got := outs[i].Outputs[0].TokenIDs
+		n := len(prefix) + len(forced)
+		if len(got) < n || !slices.Equal(got[:len(prefix)], prefix) || !slices.Equal(got[len(prefix):n], forced) {
+			t.Errorf("request %d: %v, want %v then %v", i, got, prefix, forced)
+		}
+	}
+	want(0, greedy[:s+1+3], end[:1])
+	want(1, greedy[:s+1], end)
+	want(2, greedy[:4], end[:1])
+	if got := outs[3].Outputs[0].TokenIDs; !slices.Equal(got, greedy[:16]) {
+		t.Errorf("an unspent budget: %v, want the greedy %v", got, greedy[:16])
+	}
+	p := GreedyParams(4)
+	p.ThinkingBudget = 8
+	if _, err := e.AddRequest(Request{PromptTokens: c.PromptTokens, Params: p}); err == nil || !strings.Contains(err.Error(), "reasoning parser") {
+		t.Errorf("a budget without end tokens: %v", err)
+	}
+}

@@ -52,6 +52,7 @@ type outputState struct {
 	text     strings.Builder  // all released text (for non-streamed outputs)
 	matcher  *grammar.Matcher // the sequence's position in the request's grammar; nil: none (or not started)
 	thinking bool             // the grammar waits for the output to end with params.ReasoningEnd
+	think    thinkingBudget   // the count against params.ThinkingBudget
 	delta    CompletionOutput
 	hasDelta bool
 	prop     proposerState // speculative decoding's state of the sequence
@@ -125,6 +126,7 @@ func (e *Engine) newOutputState(r *request, index int) *outputState {
 		detok: e.tok.NewDetokenizer(tokenizer.DetokenizerOptions{SkipSpecial: p.SkipSpecialTokens, Prompt: r.prompt}),
 		stop:  r.stops.Matcher(p.IncludeStopStrInOutput)}
 	st.delta.Index = index
+	st.think = newThinkingBudget(&p)
 	switch {
 	case p.Grammar != nil && len(p.ReasoningEnd) > 0:
 		st.thinking = true // startGrammar creates the matcher after the reasoning

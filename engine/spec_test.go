@@ -38,6 +38,8 @@ func specWorkload(e *Engine, n int) []Request {
 			}
 		case 2:
 			p.MinTokens, p.Stop, p.PresencePenalty = 10, []string{" park."}, 0.3
+		case 4: // a thinking budget forces an end of two tokens after 6
+			p.ThinkingBudget, p.ThinkingFromStart, p.ThinkingEnd = 6, true, tok.Encode(" The end", false, false)
 		}
 		p.ReturnLogprobs, p.Logprobs = true, 2
 		reqs = append(reqs, Request{PromptTokens: tok.Encode(text, true, true), Params: p})

@@ -60,6 +60,9 @@ func (b *backend) planChat(req *chatRequest, id string) (*chatRun, promptInput, 
 	} else {
 		c.planReasoning(prompt.text, &p)
 	}
+	if aerr := c.planThinkingBudget(&p); aerr != nil {
+		return nil, promptInput{}, p, aerr
+	}
 	return c, prompt, p, nil
 }
 

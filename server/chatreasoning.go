@@ -102,3 +102,31 @@ func (c *chatRun) reasoningUsage(u *usage, outs []engine.CompletionOutput) *usag
 	u.CompletionTokensDetails = &completionDetails{ReasoningTokens: n}
 	return u
 }
+
+// planThinkingBudget applies thinking_token_budget (vLLM's; Anthropic's
+// thinking.budget_tokens arrives as it): once the output has drawn that many
+// tokens of reasoning the engine forces the reasoning's end (engine's
+// SamplingParams.ThinkingBudget) — </think> for the <think> parsers, the
+// end of the analysis message and the final channel's header for harmony —
+// and the answer follows. It needs a parser that knows where the reasoning
+// is (400 otherwise).
+func (c *chatRun) planThinkingBudget(p *engine.SamplingParams) *apiError {
+	b := c.req.ThinkingTokenBudget
+	switch {
+	case b == nil:
+		return nil
+	case *b < 0:
+		return badRequest("thinking_token_budget", "thinking_token_budget must be ≥ 0, got %d", *b)
+	case c.b.harmony != nil:
+		h := c.b.harmony
+		p.ThinkingStart, p.ThinkingEnd = h.analysisIDs, h.toFinalIDs
+	case c.think != nil:
+		p.ThinkingStart, p.ThinkingEnd = c.think.startIDs, c.think.endIDs
+		p.ThinkingFromStart = c.start == stateThinking
+	default:
+		return badRequest("thinking_token_budget", "thinking_token_budget needs a reasoning parser (--reasoning-parser) "+
+			"or a harmony model: without one the server does not know where the reasoning ends")
+	}
+	p.ThinkingBudget = *b
+	return nil
+}

@@ -28,7 +28,9 @@ import (
 // workaround), so they are in the text even with skip_special_tokens. Text that does not
 // follow the format from some point on is content from there, as generated.
 type harmonyParser struct {
-	finalIDs []int32 // "<|channel|>final<|message|>" as tokens: where a structured-output grammar starts
+	finalIDs    []int32 // "<|channel|>final<|message|>" as tokens: where a structured-output grammar starts
+	analysisIDs []int32 // "<|channel|>analysis<|message|>": where reasoning begins (a thinking budget's count)
+	toFinalIDs  []int32 // "<|end|><|start|>assistant" and finalIDs: what a spent thinking budget forces
 }
 
 // Harmony's markers.
@@ -52,7 +54,9 @@ func newHarmonyParser(tok *tokenizer.Tokenizer) (*harmonyParser, error) {
 			return nil, errNoHarmony(m)
 		}
 	}
-	return &harmonyParser{finalIDs: tok.Encode(hChannel+"final"+hMessage, false, true)}, nil
+	return &harmonyParser{finalIDs: tok.Encode(hChannel+"final"+hMessage, false, true),
+		analysisIDs: tok.Encode(hChannel+"analysis"+hMessage, false, true),
+		toFinalIDs:  tok.Encode(hEnd+hStart+"assistant"+hChannel+"final"+hMessage, false, true)}, nil
 }
 
 type errNoHarmony string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,6 +223,17 @@ func TestHarmonyChoice(t *testing.T) {
 	want := []int32{257, 263, 258} // <|channel|> final <|message|>
 	if !reflect.DeepEqual(hp.finalIDs, want) {
 		t.Errorf("finalIDs %v, want %v", hp.finalIDs, want)
+	}
+	// A spent thinking budget forces the analysis message's end, the next
+	// message's start and the final channel's header.
+	end, _ := tk.TokenID(hEnd)
+	start, _ := tk.TokenID(hStart)
+	if f := hp.toFinalIDs; len(f) < 5 || f[0] != end || f[1] != start || !slices.Equal(f[len(f)-3:], want) ||
+		tk.Decode(f) != hEnd+hStart+"assistant"+hChannel+"final"+hMessage {
+		t.Errorf("toFinalIDs %v", f)
+	}
+	if a := hp.analysisIDs; len(a) < 3 || a[0] != want[0] || a[len(a)-1] != want[2] || tk.Decode(a) != hChannel+"analysis"+hMessage {
+		t.Errorf("analysisIDs %v", a)
 	}
 	for _, m := range []string{hReturn, hCall} {
 		if id, _ := tk.TokenID(m); !tk.IsEOG(id) {

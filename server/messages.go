@@ -271,6 +271,7 @@ func messagesChat(f *messagesFields) (*chatRequest, *apiError) {
 				return nil, badRequest("thinking", "thinking.budget_tokens: a positive number is required with type enabled")
 			}
 			creq.ChatTemplateKwargs = map[string]any{"enable_thinking": true}
+			creq.ThinkingTokenBudget = th.BudgetTokens
 		case "disabled":
 			creq.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
 		case "adaptive":

@@ -84,6 +84,10 @@ type chatRequest struct {
 	// variable reasoning_effort, as vLLM passes it (chat_template_kwargs
 	// win over it); thinking models' templates read it.
 	ReasoningEffort *string `json:"reasoning_effort"`
+	// ThinkingTokenBudget is vLLM's thinking_token_budget: at most this
+	// many tokens of reasoning, then the end of the reasoning is forced
+	// (planThinkingBudget). It needs a reasoning parser or harmony.
+	ThinkingTokenBudget *int `json:"thinking_token_budget"`
 
 	// Tool calling (tools.go).
 	Tools             []toolDef       `json:"tools"`

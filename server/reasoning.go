@@ -31,6 +31,7 @@ import (
 type reasoningParser struct {
 	name       string
 	start, end string  // the markers: "<think>", "</think>"
+	startIDs   []int32 // start as tokens: where a thinking budget's count begins
 	endIDs     []int32 // end as tokens: where the engine starts a grammar
 	thinkFirst bool    // deepseek_r1: the output begins inside the reasoning
 }
@@ -50,12 +51,12 @@ func newReasoningParser(name string, tok *tokenizer.Tokenizer) (*reasoningParser
 		return nil, fmt.Errorf("--reasoning-parser %s reads harmony, with tool calls (harmony.go), not <think> markers", name)
 	}
 	p := &reasoningParser{name: name, start: "<think>", end: "</think>", thinkFirst: name == "deepseek_r1"}
-	_, okStart := tok.TokenID(p.start)
+	startID, okStart := tok.TokenID(p.start)
 	endID, okEnd := tok.TokenID(p.end)
 	if !okStart || !okEnd {
 		return nil, fmt.Errorf("--reasoning-parser %s: the model's vocabulary has no %s and %s tokens", name, p.start, p.end)
 	}
-	p.endIDs = []int32{endID}
+	p.startIDs, p.endIDs = []int32{startID}, []int32{endID}
 	return p, nil
 }
 

@@ -250,3 +250,49 @@ func TestReasoningParserVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// thinking_token_budget (and Anthropic's thinking.budget_tokens) forces the
+// reasoning's end after that many tokens of reasoning: the reasoning is the
+// budget's greedy tokens, the end marker is forced, an answer follows; a
+// budget the reasoning does not reach changes nothing; without a reasoning
+// parser, or below 0, it is refused.
+func TestThinkingTokenBudget(t *testing.T) {
+	fx := newReasoningFixture(t)
+	ts := newTestServer(t, nil, Options{ChatTemplate: thinkingTemplate(fx.end)})
+	url := ts.url + "/v1/chat/completions"
+	body := func(budget int) map[string]any {
+		return map[string]any{"messages": reasoningMsgs, "max_tokens": reasoningMaxTokens, "temperature": 0,
+			"thinking_token_budget": budget}
+	}
+	if code, raw := post(t, url, body(4)); code != http.StatusBadRequest || !strings.Contains(string(raw), "reasoning parser") {
+		t.Errorf("without a reasoning parser: %d %s", code, raw)
+	}
+	useReasoning(ts, &reasoningParser{name: "deepseek_r1", start: "<think>", end: fx.end, endIDs: []int32{fx.endID}, thinkFirst: true})
+	if code, raw := post(t, url, body(-1)); code != http.StatusBadRequest {
+		t.Errorf("a budget of -1: %d %s", code, raw)
+	}
+	tok := ts.s.backend.Load().e.Tokenizer()
+	var tk tokenizeResponse
+	postOK(t, ts.url+"/tokenize", map[string]any{"messages": reasoningMsgs}, &tk)
+	ids := greedy(t, ts.e, tk.Tokens, reasoningMaxTokens, nil).TokenIDs
+	const budget = 1
+	var resp chatResponse
+	postOK(t, url, body(budget), &resp)
+	m := resp.Choices[0].Message
+	if m.ReasoningContent == nil || *m.ReasoningContent != tok.Decode(ids[:budget]) || m.Content == nil ||
+		resp.Usage.CompletionTokensDetails == nil || resp.Usage.CompletionTokensDetails.ReasoningTokens != budget+1 {
+		t.Errorf("budget %d: %s, usage %s; want reasoning %q", budget, jsonString(m), jsonString(resp.Usage), tok.Decode(ids[:budget]))
+	}
+	resp = chatResponse{}
+	postOK(t, url, body(reasoningMaxTokens), &resp)
+	if m := resp.Choices[0].Message; m.ReasoningContent == nil || *m.ReasoningContent != fx.reasoning || m.Content == nil || *m.Content != fx.content {
+		t.Errorf("an unspent budget: %s; want %q, %q", jsonString(m), fx.reasoning, fx.content)
+	}
+	var msg messageShape
+	postOK(t, ts.url+"/v1/messages", map[string]any{"messages": reasoningMsgs, "max_tokens": reasoningMaxTokens, "temperature": 0,
+		"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}, &msg)
+	if len(msg.Content) < 1 || msg.Content[0].Thinking == nil || *msg.Content[0].Thinking != tok.Decode(ids[:budget]) {
+		t.Errorf("messages, budget_tokens %d: %s", budget, jsonString(msg.Content))
+	}
+	settle(t, ts)
+}
