@@ -1,9 +1,8 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"slices"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // A proposer guesses a sequence's next tokens for speculative decoding. It
@@ -73,12 +72,18 @@ func (ngramProposer) finished(int64, []int32, int) {}
 // the index knows with its most frequent successor, again and again, while
 // the product of the successors' frequencies (an estimate of the draft's
 // probability) stays at least minProb; at most factor × the matched length.
+//
+// The recent outputs are the last maxReqs finished: finished indexes
+// each one at once and forgets the oldest (about 0.6 ms of the step loop
+// for a 128-token output, whether or not proposals are being made: a
+// bounded cost per request, never a catch-up of many outputs in one
+// step). Invariant: global indexes exactly outs.
 type suffixProposer struct {
 	depth   int
 	minProb float64
 	factor  float64
 	global  *suffixIndex
-	recent  [][]int32 // the outputs in global, oldest first
+	outs    [][]int32 // the indexed outputs, oldest first
 	maxReqs int
 }
 
@@ -116,12 +121,14 @@ func (p *suffixProposer) propose(st *proposerState, tokens []int32, k int, dst [
 }
 
 // next returns the most frequent successor of the longest suffix of ctx
-// either index knows (the sequence's own first), its frequency and the
-// suffix's length (0: none known).
+// (at most 64 tokens) either index knows (the sequence's own first), its
+// frequency and the suffix's length (0: none known).
 func (p *suffixProposer) next(own *suffixIndex, ctx []int32) (int32, float64, int) {
+	var buf [64]uint64
+	keys := suffixKeys(buf[:0], ctx)
 	for d := len(ctx); d >= 1; d-- {
 		for _, ix := range [2]*suffixIndex{own, p.global} {
-			if tok, pr, ok := ix.successor(ctx[len(ctx)-d:]); ok {
+			if tok, pr, ok := ix.successor(keys[d-1]); ok {
 				return tok, pr, d
 			}
 		}
@@ -135,42 +142,67 @@ func (p *suffixProposer) finished(_ int64, tokens []int32, numPrompt int) {
 	}
 	out := slices.Clone(tokens[numPrompt:])
 	p.global.add(out, +1)
-	p.recent = append(p.recent, out)
-	if len(p.recent) > p.maxReqs {
-		p.global.add(p.recent[0], -1)
-		p.recent = p.recent[1:]
+	p.outs = append(p.outs, out)
+	if len(p.outs) > p.maxReqs {
+		p.global.add(p.outs[0], -1)
+		p.outs = p.outs[1:]
 	}
 }
 
 // suffixIndex counts, for every context of 1..depth tokens seen, the
-// tokens that followed it.
+// tokens that followed it. A context is known by a 64-bit hash of its
+// tokens (suffixKeys); two contexts whose hashes collide share their
+// counts, which can only make a proposal worse: proposals are verified,
+// so the index never changes an output.
+//
+// The garbage collector has almost nothing to scan in it: ctxs's slots
+// hold no pointers, and only the few contexts seen with more than one
+// successor have a slice (in more). Invariants: a context is in ctxs iff
+// its total > 0; best is its most frequent successor (the lowest id
+// among equals) and bestCount that one's count; a context with more == 0
+// has had only best after it (bestCount == total), otherwise
+// more[e.more] holds its successors (at least two, each once, every
+// count > 0, their sum total). freeMore lists the unused indices of more
+// (0 is never used).
 type suffixIndex struct {
-	depth int
-	next  map[uint64]*successors
-	done  int // tokens of the sequence indexed so far (extend)
+	depth    int
+	ctxs     ctxTable
+	more     [][]succCount
+	freeMore []int32
+	done     int      // tokens of the sequence indexed so far (extend)
+	keys     []uint64 // count's scratch
 }
 
-type successors struct {
-	total  int32
-	counts map[int32]int32
-}
+type ctxEntry struct{ total, best, bestCount, more int32 }
+
+type succCount struct{ tok, count int32 }
 
 func newSuffixIndex(depth int) *suffixIndex {
-	return &suffixIndex{depth: depth, next: map[uint64]*successors{}}
+	return &suffixIndex{depth: depth, ctxs: newCtxTable(), more: make([][]succCount, 1), keys: make([]uint64, 0, depth)}
 }
 
-// ctxKey hashes a context (its length is part of the hash input).
-func ctxKey(ctx []int32) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var b [4]byte
-	for _, t := range ctx {
-		b[0], b[1], b[2], b[3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
-		d.Write(b[:])
+// suffixSeed starts every key, so that no input can be made to crowd a
+// ctxTable (as a map's hash seed does).
+var suffixSeed = rand.Uint64()
+
+// suffixKeys appends to keys the keys of ctx's suffixes, the shortest
+// first: each extends the previous one's hash by one token to the left.
+// A key is never 0.
+func suffixKeys(keys []uint64, ctx []int32) []uint64 {
+	h := suffixSeed
+	for j := len(ctx) - 1; j >= 0; j-- {
+		h = mix64(h + uint64(uint32(ctx[j])) + 0x9e3779b97f4a7c15)
+		keys = append(keys, h|1)
 	}
-	b[0], b[1], b[2], b[3] = byte(len(ctx)), 0, 0, 0xff
-	d.Write(b[:])
-	return d.Sum64()
+	return keys
+}
+
+// mix64 is SplitMix64's finalizer, a bijection of 64-bit values in which
+// every input bit affects every output bit.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // extend indexes the tokens of a growing sequence not indexed yet.
@@ -181,48 +213,180 @@ func (ix *suffixIndex) extend(tokens []int32) {
 	ix.done = len(tokens)
 }
 
-// add indexes (delta +1) or forgets (−1) a whole sequence.
+// add indexes (delta +1) or forgets (−1) a whole sequence; it forgets
+// only what it indexed.
 func (ix *suffixIndex) add(tokens []int32, delta int32) {
 	for i := 1; i < len(tokens); i++ {
 		ix.count(tokens, i, delta)
 	}
 }
 
-// count records tokens[i] as the successor of each context ending at i.
+// count records tokens[i] as the successor (delta +1), or takes back one
+// such record (−1), of each context ending at i.
 func (ix *suffixIndex) count(tokens []int32, i int, delta int32) {
-	for d := 1; d <= min(ix.depth, i); d++ {
-		key := ctxKey(tokens[i-d : i])
-		s := ix.next[key]
-		if s == nil {
-			if delta < 0 {
-				continue
-			}
-			s = &successors{counts: map[int32]int32{}}
-			ix.next[key] = s
-		}
-		s.total += delta
-		s.counts[tokens[i]] += delta
-		if s.counts[tokens[i]] <= 0 {
-			delete(s.counts, tokens[i])
-		}
-		if s.total <= 0 {
-			delete(ix.next, key)
+	ix.keys = suffixKeys(ix.keys[:0], tokens[max(0, i-ix.depth):i])
+	for _, key := range ix.keys {
+		if delta > 0 {
+			ix.inc(key, tokens[i])
+		} else {
+			ix.dec(key, tokens[i])
 		}
 	}
 }
 
-// successor returns the most frequent token after ctx (the lowest id among
-// equals) and its frequency.
-func (ix *suffixIndex) successor(ctx []int32) (int32, float64, bool) {
-	s := ix.next[ctxKey(ctx)]
-	if s == nil || s.total <= 0 {
-		return 0, 0, false
-	}
-	best, bc := int32(-1), int32(0)
-	for t, c := range s.counts {
-		if c > bc || (c == bc && t < best) {
-			best, bc = t, c
+func (ix *suffixIndex) inc(key uint64, tok int32) {
+	e := &ix.ctxs.slots[ix.ctxs.add(key)].ctxEntry
+	switch {
+	case e.total == 0:
+		*e = ctxEntry{total: 1, best: tok, bestCount: 1}
+	case e.more == 0 && e.best == tok:
+		e.total++
+		e.bestCount++
+	default:
+		if e.more == 0 {
+			e.more = ix.newMore(succCount{e.best, e.bestCount})
+		}
+		s := ix.more[e.more]
+		j := succIndex(s, tok)
+		if j < 0 {
+			j = len(s)
+			s = append(s, succCount{tok: tok})
+			ix.more[e.more] = s
+		}
+		s[j].count++
+		e.total++
+		if c := s[j].count; c > e.bestCount || c == e.bestCount && tok < e.best {
+			e.best, e.bestCount = tok, c
 		}
 	}
-	return best, float64(bc) / float64(s.total), best >= 0
+}
+
+// dec takes back one record of tok after key that inc made.
+func (ix *suffixIndex) dec(key uint64, tok int32) {
+	i := ix.ctxs.find(key)
+	e := &ix.ctxs.slots[i].ctxEntry
+	if e.total--; e.total == 0 {
+		ix.ctxs.remove(i)
+		return
+	}
+	if e.more == 0 {
+		e.bestCount--
+		return
+	}
+	s := ix.more[e.more]
+	j := succIndex(s, tok)
+	if s[j].count--; s[j].count == 0 {
+		s[j] = s[len(s)-1]
+		s = s[:len(s)-1]
+		ix.more[e.more] = s
+	}
+	if len(s) == 1 {
+		e.best, e.bestCount = s[0].tok, s[0].count
+		ix.more[e.more] = s[:0]
+		ix.freeMore = append(ix.freeMore, e.more)
+		e.more = 0
+	} else if tok == e.best {
+		e.bestCount = 0
+		for _, sc := range s {
+			if sc.count > e.bestCount || sc.count == e.bestCount && sc.tok < e.best {
+				e.best, e.bestCount = sc.tok, sc.count
+			}
+		}
+	}
+}
+
+// newMore returns an unused index of more, its slice holding sc.
+func (ix *suffixIndex) newMore(sc succCount) int32 {
+	if n := len(ix.freeMore); n > 0 {
+		m := ix.freeMore[n-1]
+		ix.freeMore = ix.freeMore[:n-1]
+		ix.more[m] = append(ix.more[m], sc)
+		return m
+	}
+	ix.more = append(ix.more, []succCount{sc})
+	return int32(len(ix.more) - 1)
+}
+
+// succIndex returns the index of tok's count in s (−1: none).
+func succIndex(s []succCount, tok int32) int {
+	for j := range s {
+		if s[j].tok == tok {
+			return j
+		}
+	}
+	return -1
+}
+
+// successor returns the most frequent token after the context key (the
+// lowest id among equals) and its frequency.
+func (ix *suffixIndex) successor(key uint64) (int32, float64, bool) {
+	e := &ix.ctxs.slots[ix.ctxs.find(key)]
+	if e.key == 0 {
+		return 0, 0, false
+	}
+	return e.best, float64(e.bestCount) / float64(e.total), true
+}
+
+// ctxTable maps the keys of contexts to their entries: open addressing
+// with linear probing, in which a key's probe starts at its top bits
+// (keys are hashes already), and deletion by backward shift (no
+// tombstones). Invariants: len(slots) is a power of two, 1<<(64−shift);
+// n slots, at most 3/4 of them, are used; a slot with key 0 is empty; a
+// key's slot is reached from its start without crossing an empty one.
+type ctxTable struct {
+	slots []ctxSlot
+	shift uint
+	n     int
+}
+
+type ctxSlot struct {
+	key uint64
+	ctxEntry
+}
+
+func newCtxTable() ctxTable { return ctxTable{slots: make([]ctxSlot, 16), shift: 60} }
+
+// find returns the index of key's slot, or of the empty slot it would
+// take.
+func (t *ctxTable) find(key uint64) int {
+	mask := len(t.slots) - 1
+	i := int(key >> t.shift)
+	for t.slots[i].key != key && t.slots[i].key != 0 {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// add returns the index of key's slot, taking an empty one (a zero entry)
+// if key has none.
+func (t *ctxTable) add(key uint64) int {
+	i := t.find(key)
+	if t.slots[i].key == 0 {
+		if 4*(t.n+1) > 3*len(t.slots) {
+			old := t.slots
+			t.slots, t.shift = make([]ctxSlot, 2*len(old)), t.shift-1
+			for _, s := range old {
+				if s.key != 0 {
+					t.slots[t.find(s.key)] = s
+				}
+			}
+			i = t.find(key)
+		}
+		t.slots[i].key = key
+		t.n++
+	}
+	return i
+}
+
+// remove empties slot i, moving back each later slot of its run that
+// would otherwise be cut off from its start.
+func (t *ctxTable) remove(i int) {
+	mask := len(t.slots) - 1
+	for j := (i + 1) & mask; t.slots[j].key != 0; j = (j + 1) & mask {
+		if start := int(t.slots[j].key >> t.shift); (j-start)&mask >= (j-i)&mask {
+			t.slots[i], i = t.slots[j], j
+		}
+	}
+	t.slots[i] = ctxSlot{}
+	t.n--
 }
