@@ -3,8 +3,8 @@
 # served without speculation, with ngram and with suffix decoding, alternated
 # twice; for each, `pagoda bench serve` (greedy) at concurrency 1 and 32 on
 # the input-grounded workload (testdata/bench/input-grounded.jsonl) and on
-# random prompts. Prints output tok/s per side and the ratio to no
-# speculation (the median of the rounds).
+# random prompts. Prints output tok/s per side (the median of the rounds)
+# and the median and range of each round's ratio to no speculation.
 #
 #   scripts/bench-spec.sh [ROUNDS]      (BIN, MODEL, PORT override)
 set -euo pipefail
@@ -39,17 +39,23 @@ for round in $(seq "$ROUNDS"); do
 		kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
 	done
 done
-python3 - "$OUT" <<'PY'
-import json, glob, os, statistics, sys
-out = sys.argv[1]
-def tput(work, c, mode):
-    vals = [json.load(open(f))["output_throughput"] for f in glob.glob(f"{out}/{work}-c{c}-{mode}-*.json")]
-    return statistics.median(vals)
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def tput(work, c, mode, r):
+    return json.load(open(f"{out}/{work}-c{c}-{mode}-{r}.json"))["output_throughput"]
+print("Output tok/s, medians of the rounds; ×: the median (range) of each round's ratio to no speculation")
+print("(the three servers of a round run minutes apart at most).")
+print()
 print("| workload | concurrency | off tok/s | ngram tok/s (×) | suffix tok/s (×) |")
 print("| --- | ---: | ---: | ---: | ---: |")
 for work in ("grounded", "random"):
     for c in (1, 32):
-        off = tput(work, c, "off")
-        cells = [f"{tput(work, c, m):.1f} ({tput(work, c, m) / off:.2f}×)" for m in ("ngram", "suffix")]
-        print(f"| {work} | {c} | {off:.1f} | " + " | ".join(cells) + " |")
+        off = [tput(work, c, "off", r) for r in range(1, rounds + 1)]
+        cells = []
+        for m in ("ngram", "suffix"):
+            on = [tput(work, c, m, r) for r in range(1, rounds + 1)]
+            ratios = [a / b for a, b in zip(on, off)]
+            cells.append(f"{statistics.median(on):.1f} ({statistics.median(ratios):.2f}×, {min(ratios):.2f}–{max(ratios):.2f})")
+        print(f"| {work} | {c} | {statistics.median(off):.1f} | " + " | ".join(cells) + " |")
 PY
