@@ -45,7 +45,7 @@ func TestFastExact(t *testing.T) {
 					if k.fast[typ] != nil && w.repacked == nil {
 						t.Fatal("no interleaved copy for the accelerated kernels")
 					}
-					for _, n := range []int{1, 2, 7, 8, 9, 17, 33} {
+					for _, n := range []int{1, 2, 3, 7, 8, 9, 17, 33} {
 						checkFast(t, k, w, r.Uint64(), n)
 					}
 				}

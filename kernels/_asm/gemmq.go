@@ -53,6 +53,11 @@ type fastType struct {
 	q5   bool // 32 bytes of qhLanes words after the fields
 	q8   bool // eight chunks of signed bytes
 	bias bool // records carry −bias·Σy (else s, for the minimum)
+	// stream is the widest tile that streams (see gemmQ): 2, or 3 for
+	// Q8_0, whose twice as many bytes per weight keep three tokens bound
+	// by memory (SmolLM2's steps of 3 rows: 4.58 ms of CPU with paired
+	// passes, 4.47 streaming).
+	stream int
 }
 
 func (t fastType) min() bool { return t.hdr == 4 }
@@ -74,11 +79,11 @@ func (t fastType) groupBlock() int {
 }
 
 var fastTypes = []fastType{
-	{name: "Q4_0", hdr: 2, bias: true},
-	{name: "Q4_1", hdr: 4},
-	{name: "Q5_0", hdr: 2, q5: true, bias: true},
-	{name: "Q5_1", hdr: 4, q5: true},
-	{name: "Q8_0", hdr: 2, q8: true, bias: true},
+	{name: "Q4_0", hdr: 2, bias: true, stream: 2},
+	{name: "Q4_1", hdr: 4, stream: 2},
+	{name: "Q5_0", hdr: 2, q5: true, bias: true, stream: 2},
+	{name: "Q5_1", hdr: 4, q5: true, stream: 2},
+	{name: "Q8_0", hdr: 2, q8: true, bias: true, stream: 3},
 }
 
 func genGemmQ() {
@@ -112,18 +117,30 @@ var ymmPhysical = []reg.VecPhysical{
 // lies groupBytes further), then a YMM pass over the last group when the
 // number of groups is odd.
 //
-// The one-token kernels (streams) make YMM passes only, group after group,
-// without prefetch hints: the weights are then one stream read front to
-// back, which the hardware prefetcher follows, where a pair of groups is
-// two streams hinted 4 KiB ahead; on Zen 4 a ZMM instruction costs as much
-// as two YMM ones, so the arithmetic costs the same. One-token matmuls
-// went from 36–67% to 47–100% of the read bandwidth on Zen 4
-// (BenchmarkDecodeKQuant, docs/benchmarks.md). Up to four tokens (a small
-// decode batch, a speculative step's verification) stream too: side by
-// side with the paired passes, Q4_1 5632×2048 read 1.3–1.5× the bytes per
-// second at 2–4 tokens and Q8_0 1.1–1.3× at 2–3, and SmolLM2's steps of
-// 2, 3 and 4 tokens took 25–35%, 24% and 15% less CPU; from five or six
-// tokens on the paired passes' halved instruction count wins.
+// The kernels of one and two tokens (three for Q8_0: fastType.stream)
+// make YMM passes only, group after group, without prefetch hints: the
+// weights are then one stream read front to back, which the hardware
+// prefetcher follows; on Zen 4 a ZMM instruction costs as much as two YMM
+// ones, so the arithmetic costs the same. One-token matmuls went from
+// 36–67% to 47–100% of the read bandwidth on Zen 4 (BenchmarkDecodeKQuant,
+// docs/benchmarks.md).
+//
+// The wider kernels pass over pairs of groups, whose halved instruction
+// count wins once the arithmetic outweighs the reads, and hint the pair
+// after the current one into L2 (PREFETCHT1), block by block as they
+// read. The two groups of a pair lie groupBytes apart, so a hint a fixed
+// distance ahead of each (the gemm32 kernels' 4 KiB into L1) mostly lands
+// on lines the pass reads anyway when rows are short (SmolLM2's 576
+// columns: 2,880 bytes per Q4_1 group), and L1 hints on lines from memory
+// wait on its few miss buffers. Against those hints and streams of up to
+// four tokens, SmolLM2-135M's steps of 3, 4, 5, 8, 12 and 17 rows with
+// every row's logits went from 5.15, 6.25, 8.75, 10.55, 16.0 and 21.25 to
+// 4.46, 5.19, 5.94, 9.02, 13.25 and 18.9 ms of CPU on Zen 4 (model/llama
+// BenchmarkSmolLM2Verify, one thread), and matmuls of 4–16 tokens on
+// weights from memory computed up to 1.5× (Q4_1) and 2.5× (Q8_0) the
+// multiply-adds per second (BenchmarkFastFewTokens); from about 8 tokens
+// on they are bound by the arithmetic (Q4_1 ~155, Q8_0 ~170 GMAC/s per
+// core).
 type gemmQ struct {
 	t    fastType
 	na   int
@@ -133,22 +150,24 @@ type gemmQ struct {
 	act  strided
 	p    reg.GPVirtual // the current group-block
 	gb   reg.GPVirtual // groupBytes
+	gb3  reg.GPVirtual // 3·groupBytes: from p, the next pair's second group
 }
 
 func (g *gemmQ) name() string { return fmt.Sprintf("gemmF%s_%d", g.t.name, g.na) }
 
 // streams reports whether the kernel reads one group at a time and leaves
 // the prefetching to the hardware (see gemmQ).
-func (g *gemmQ) streams() bool { return g.na <= streamTokens }
-
-// streamTokens is the widest tile that streams.
-const streamTokens = 4
+func (g *gemmQ) streams() bool { return g.na <= g.t.stream }
 
 func (g *gemmQ) gen() {
 	name := g.name()
 	r, group := groupKernel(name, fmt.Sprintf("%s multiplies rows %s weight rows in the fast layout (groups of 8, groupBytes apart; rows a multiple of 8) with %d activation rows of fast records (AVX-512 VNNI).",
 		name, g.t.name, g.na))
 	g.gb = loadGP("groupBytes")
+	if !g.streams() {
+		g.gb3 = GP64()
+		LEAQ(Mem{Base: g.gb, Index: g.gb, Scale: 2}, g.gb3)
+	}
 	groupPasses(name, r, group, g.streams(), g.pass)
 }
 
@@ -198,11 +217,9 @@ func (g *gemmQ) pass(wide bool, r, group reg.GPVirtual) {
 	MOVQ(group, g.p)
 	Load(Param("nb"), cnt)
 	Label(g.name() + tag + "_blocks")
-	for d := 0; d < g.t.groupBlock() && !g.streams(); d += 64 {
-		prefetchWeights(Mem{Base: g.p, Disp: prefetchAhead + d}, g.na)
-		if wide {
-			prefetchWeights(Mem{Base: g.p, Index: g.gb, Scale: 1, Disp: prefetchAhead + d}, g.na)
-		}
+	for d := 0; d < g.t.groupBlock() && wide; d += 64 {
+		PREFETCHT1(Mem{Base: g.p, Index: g.gb, Scale: 2, Disp: d}) // the same block of the next pair
+		PREFETCHT1(Mem{Base: g.p, Index: g.gb3, Scale: 1, Disp: d})
 	}
 	g.block()
 	ADDQ(U32(g.t.groupBlock()), g.p)
