@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -35,6 +36,73 @@ func BenchmarkDecodeKQuant(b *testing.B) {
 				benchDecode(b, typ, s.rows, s.cols, 1)
 			})
 		}
+	}
+}
+
+// BenchmarkDecodeCompute times the one-token kernels (the fast
+// arithmetic; and those of 2–4 tokens: speculative verification, small
+// batches) where memory does not limit them: one thread, a 256×2048
+// weight that stays in L2, the activations converted once, each variant
+// (decodeVariants) running decodeComputeReps matmuls in turn per round,
+// timed by the thread's CPU time (which time-slicing on a shared machine
+// does not inflate). It reports per variant the medians over rounds of the
+// interleaved bytes read per CPU second, the file's bytes per CPU second
+// and GOP per CPU second (two operations per weight): the compute
+// ceiling that sets how close to the read bandwidth a one-token decode
+// gets when the bandwidth is high.
+func BenchmarkDecodeCompute(b *testing.B) {
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.Q8_0} {
+		for n := 1; n <= 4; n++ {
+			b.Run(fmt.Sprintf("%v/n%d", typ, n), func(b *testing.B) { benchDecodeCompute(b, typ, 256, 2048, n) })
+		}
+	}
+}
+
+// decodeComputeReps is the matmuls of one variant in a round of
+// BenchmarkDecodeCompute.
+const decodeComputeReps = 200
+
+func benchDecodeCompute(b *testing.B, typ gguf.Type, rows, cols, n int) {
+	r := newRand(41)
+	one := rawBlocks(r, typ, rows, cols, 0, scaleDists["normal"](r))
+	x := randVec(r, n*cols, 1)
+	vs := decodeVariants()
+	jobs := make([]matmulJob, len(vs))
+	dsts := make([][]float32, len(vs))
+	for v := range vs {
+		w := fast(vs[v].k, one)
+		if vs[v].relayout != nil {
+			w = vs[v].relayout(w)
+		}
+		if w.repacked == nil {
+			b.Skipf("%s has no fast kernel for %v", vs[v].name, typ)
+		}
+		dsts[v] = make([]float32, n*rows)
+		jobs[v] = newMatmulJob(vs[v].k, new(actRows), vs[v].k.dotFor(w), dsts[v], w, x, n, 1)
+		jobs[v].compute(0, rows, 0, n)
+		for i, got := range dsts[v] {
+			if math.Float32bits(got) != math.Float32bits(dsts[0][i]) {
+				b.Fatalf("%s: row %d: %v, want %s's %v", vs[v].name, i, got, vs[0].name, dsts[0][i])
+			}
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	secs := make([][]float64, len(vs))
+	for b.Loop() {
+		for v := range jobs {
+			t0 := threadCPU()
+			for range decodeComputeReps {
+				jobs[v].compute(0, rows, 0, n)
+			}
+			secs[v] = append(secs[v], (threadCPU()-t0).Seconds()/decodeComputeReps)
+		}
+	}
+	for v := range vs {
+		s := median(secs[v])
+		b.ReportMetric(float64(len(jobs[v].w.repacked))/s/1e9, vs[v].name+"-GB/cpus")
+		b.ReportMetric(float64(len(one.Data))/s/1e9, vs[v].name+"-fileGB/cpus")
+		b.ReportMetric(float64(2*rows*cols*n)/s/1e9, vs[v].name+"-GOP/cpus")
 	}
 }
 

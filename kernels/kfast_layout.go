@@ -13,12 +13,13 @@ import (
 // "quads": a 64-byte vector holding, for each row r, 4 consecutive bytes of
 // its quants at bytes 4r..4r+3, so that one VPDPBUSD against 4 broadcast
 // activation quants adds 4 products to each row's lane. The quads keep the
-// file's bit packing (nibbles, 2-bit fields, high-bit planes); only bytes
-// move. Scales and minimums are unpacked to one byte per (group, row), the
-// format's own 6-bit or 4-bit values, scale-major, so that one
-// zero- or sign-extension gives a vector of one group's scales per row;
-// minimums are in pairs (groups 2i, 2i+1 of a row side by side) for
-// VPDPWSSD against broadcast activation-sum pairs. Per type, at byte offset:
+// file's bit packing (nibbles, 2-bit fields, high-bit planes), only bytes
+// moving, except Q6_K's (repacked, see below). Scales and minimums are
+// unpacked to one byte per (group, row), the format's own 6-bit or 4-bit
+// values, scale-major, so that one zero- or sign-extension gives a vector
+// of one group's scales per row; minimums are in pairs (groups 2i, 2i+1
+// of a row side by side) for VPDPWSSD against broadcast activation-sum
+// pairs. Per type, at byte offset:
 //
 //	Q4_K (2368 = 16·148 bytes)
 //	0    d    [16]f16
@@ -34,14 +35,10 @@ import (
 //	Q6_K (3360 = 16·210 bytes)
 //	0    d    [16]f16
 //	32   sc   [16][16]i8       group g, row r
-//	288  [2]{                  half h, at 288+1536h:
-//	       [8]{qh, ql}quad       quad k: qh (h, k), then ql (h, 0, k)
-//	       ql [8]quad            ql (h, 1, k)
-//	     }
-//	                           ql quad (h, j, k) is ql[64h+32j+4k..+3]: low
-//	                           nibbles elements 128h+32j+4k+i, high +64;
-//	                           qh quad (h, k) is qh[32h+4k..+3]: bits 2j,
-//	                           2j+1 are the top bits of element 128h+32j+4k+i
+//	288  qs   [4][4][3]quad    chunk i, quad k, part p (groups 3i+p, and 12+i):
+//	                           byte 4r+j is the 6-bit quant (q+32) of element
+//	                           16(3i+p)+4k+j in bits 0–5, and bits 2p, 2p+1
+//	                           of that of element 16(12+i)+4k+j in bits 6, 7
 //	Q2_K (1344 = 16·84 bytes)
 //	0    d    [16]f16
 //	32   dmin [16]f16
@@ -56,12 +53,19 @@ import (
 //	                           element 128h+32j+4k+i
 //	800  qs   [2][8]quad       as Q2_K
 //
-// Q6_K's quads are in the order the kernels read them (every qh quad
-// beside the first ql quad it completes), so that a group's bytes are
-// read front to back and the hardware prefetcher streams them, with no
-// software prefetching (on Zen 4, one-token Q6_K matmuls went from 43–50%
-// to 72–84% of the read bandwidth; docs/benchmarks.md). The other layouts
-// are read in order as they are (Q5_K's kernels load the qh quads first).
+// Q6_K's quads are repacked so that three of every four quants take one
+// mask and the fourth three shifts, a mask and two masked ors, where the
+// file's packing takes a shift, a mask and an or each plus a shift per
+// pair of nibbles: its
+// one-token AVX-512 kernel went from 18 to 13 vector operations per four
+// quads, 67 → 85 GB/s of weights per core from L2 on Zen 4
+// (BenchmarkDecodeCompute). A chunk's quads are in the order that kernel
+// reads them, so that a group's bytes are read front to back and the
+// hardware prefetcher streams them, with no software prefetching (the
+// previous layout, qh quads beside the ql ones they complete, took
+// one-token Q6_K matmuls from 43–50% to 72–84% of the read bandwidth;
+// docs/benchmarks.md). The other layouts are read in order as they are
+// (Q5_K's kernels load the qh quads first).
 const kfRows = 16
 
 // Group-block sizes of the K-quant layouts.
@@ -120,17 +124,23 @@ func interleaveQ5K(dst []byte, src [][]byte) {
 
 func interleaveQ6K(dst []byte, src [][]byte) {
 	putF16s(dst[0:], src, 208)
+	var q [256]int8
+	var sc [16]int32
 	for r, blk := range src {
-		for g := range 16 {
-			dst[32+16*g+r] = blk[192+g]
+		decodeQ6K(blk, &q, &sc)
+		for g, s := range sc {
+			dst[32+16*g+r] = byte(s)
 		}
-	}
-	for h := range 2 {
-		half := dst[288+1536*h:]
-		for k := range 8 {
-			putQuads(half[128*k:], src, 128+32*h+4*k, 1)    // qh (h, k)
-			putQuads(half[128*k+64:], src, 64*h+4*k, 1)     // ql (h, 0, k)
-			putQuads(half[1024+64*k:], src, 64*h+32+4*k, 1) // ql (h, 1, k)
+		for i := range 4 {
+			for k := range 4 {
+				for p := range 3 {
+					quad := dst[288+64*(12*i+3*k+p)+4*r:][:4]
+					for j := range quad {
+						top := byte(q[16*(12+i)+4*k+j]+32) >> (2 * p) & 3
+						quad[j] = byte(q[16*(3*i+p)+4*k+j]+32) | top<<6
+					}
+				}
+			}
 		}
 	}
 }

@@ -45,13 +45,15 @@ const (
 	kfRows   = 16
 )
 
-// kfType is one K-quant's fast kernel: its group-block size and body, and
-// the narrowest tile that prefetches its weights.
+// kfType is one K-quant's fast kernel: its group-block size and body, the
+// narrowest tile that prefetches its weights, and the byte mask the
+// AVX-512 body keeps in a register (kfast.mask).
 type kfType struct {
 	name   string
 	block  int
 	body   func(g *kfast)
 	pfFrom int
+	mask   uint32
 }
 
 // The kernels of few tokens read a group's bytes front to back (kfast.q45,
@@ -63,11 +65,11 @@ type kfType struct {
 // tokens: 72–75% with them, 52–56% without); Q6_K is faster without them
 // at every width. Q2_K and Q3_K were not measured and keep them.
 var kfTypes = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }, 3},
-	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }, 3},
-	{"Q6_K", 3360, (*kfast).q6, kfTile + 1},
-	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }, 1},
-	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }, 1},
+	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }, 3, 0x0F0F0F0F},
+	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }, 3, 0x0F0F0F0F},
+	{"Q6_K", 3360, (*kfast).q6, kfTile + 1, 0x3F3F3F3F},
+	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }, 1, 0x0F0F0F0F},
+	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }, 1, 0x0F0F0F0F},
 }
 
 func genKFast() {
@@ -91,7 +93,7 @@ type kfast struct {
 	act  strided
 	acc  []reg.VecPhysical // (na) float accumulators, one lane per row
 	isum []reg.VecVirtual  // (na) the super-block's integer sums
-	m0F  reg.VecVirtual    // bytes 0x0F
+	mask reg.VecVirtual    // kt.mask: the low nibble (Q6_K: the 6-bit quant) of every byte
 	// gf: which high bits the kernel moves with VGF2P8AFFINEQB rather
 	// than shifts and masks (kfast_gfni.go).
 	gf gfMode
@@ -113,17 +115,13 @@ func (g *kfast) name() string {
 // hardware (see kfTypes).
 func (g *kfast) streams() bool { return g.na < g.kt.pfFrom }
 
-// q6QH is the offset of Q6_K's qh quad (h, k) in its group-block
-// (kernels/kfast_layout.go), q6QL that of its ql quad (h, j, k): in the
-// order q6 reads them, so that a group's bytes are read front to back.
-func q6QH(h, k int) int { return 288 + 1536*h + 128*k }
+// q6Quad is the offset of Q6_K's quad (i, k, p) in its group-block
+// (kernels/kfast_layout.go): chunk i, quad k, part p.
+func q6Quad(i, k, p int) int { return 288 + 64*(12*i+3*k+p) }
 
-func q6QL(h, j, k int) int {
-	if j == 0 {
-		return 288 + 1536*h + 128*k + 64
-	}
-	return 288 + 1536*h + 1024 + 64*k
-}
+// q6Groups are the groups of Q6_K's chunk i: those of parts 0–2 and that
+// of the quants spread over their top bits.
+func q6Groups(i int) [4]int { return [4]int{3 * i, 3*i + 1, 3*i + 2, 12 + i} }
 
 func (g *kfast) gen() {
 	name := g.name()
@@ -136,8 +134,8 @@ func (g *kfast) gen() {
 	g.w = GP64()
 	MOVQ(group, g.w)
 	cnt := loadGP("nb")
-	g.m0F = ZMM()
-	VPBROADCASTD(constU32("kf0F", 0x0F0F0F0F), g.m0F)
+	g.mask = ZMM()
+	VPBROADCASTD(constU32(fmt.Sprintf("kf%02X", g.kt.mask&0xFF), g.kt.mask), g.mask)
 	Label(name + "_blocks")
 	if !g.streams() {
 		for d := 0; d < g.kt.block; d += 64 {
@@ -228,7 +226,7 @@ func (g *kfast) merge(lo, hi reg.VecVirtual, mask uint32) reg.VecVirtual {
 
 // or0F returns (lo & 0x0F) | hi, in hi.
 func (g *kfast) or0F(lo, hi reg.VecVirtual) reg.VecVirtual {
-	VPTERNLOGD(U8(0xF8), g.m0F, lo, hi) // hi | (lo & m0F)
+	VPTERNLOGD(U8(0xF8), g.mask, lo, hi) // hi | (lo & 0x0F)
 	return hi
 }
 
@@ -248,7 +246,13 @@ func shifted(v reg.VecVirtual, s int) reg.VecVirtual {
 }
 
 // q45 is the Q4_K (Q5_K with fifth) super-block: chunk c's quad k holds
-// sub-block 2c in its low nibbles and 2c+1 in its high ones. Q5_K's
+// sub-block 2c in its low nibbles and 2c+1 in its high ones. Q4_K's high
+// nibbles are only masked, not shifted, and their sums, 16 times the
+// sub-block's, divided by 16 before the scale (one shift per sub-block
+// rather than one per quad: the one-token kernel 79 → 90 GB/s from L2 on
+// Zen 4, BenchmarkDecodeCompute), their mask in a register (as a
+// broadcast memory operand it cost the one-token kernel 10 points of the
+// read bandwidth, BenchmarkDecodeKQuant). Q5_K's
 // streaming kernels load the 8 qh quads (before the qs quads in the
 // group-block) first and keep them, so that the block is read in order.
 func (g *kfast) q45(fifth bool) {
@@ -263,13 +267,16 @@ func (g *kfast) q45(fifth bool) {
 			qhs = append(qhs, g.quad(320+64*k))
 		}
 	}
+	var mF0 reg.VecVirtual
+	if !fifth {
+		mF0 = ZMM()
+		VPBROADCASTD(constU32("kfF0", 0xF0F0F0F0), mF0)
+	}
 	for c := range 4 {
 		tl, th := g.sums(-1), g.sums(-1)
 		for k := range 8 {
 			p := g.quad(qs + 64*(8*c+k))
-			hn := ZMM()
-			VPSRLW(U8(4), p, hn)
-			var lo, hi reg.VecVirtual
+			lo, hi := ZMM(), ZMM()
 			if fifth {
 				var qh reg.VecVirtual
 				if qhs != nil {
@@ -277,16 +284,21 @@ func (g *kfast) q45(fifth bool) {
 				} else {
 					qh = g.quad(320 + 64*k)
 				}
+				VPSRLW(U8(4), p, hi)
 				// bit 2c (2c+1) of qh to bit 4
 				lo = g.high(p, qh, g.gf != gfNone, 2*c, 4, 1)
-				hi = g.high(hn, qh, g.gf == gfBoth, 2*c+1, 4, 1)
+				hi = g.high(hi, qh, g.gf == gfBoth, 2*c+1, 4, 1)
 			} else {
-				lo, hi = ZMM(), hn
-				VPANDD(g.m0F, p, lo)
-				VPANDD(g.m0F, hn, hi)
+				VPANDD(g.mask, p, lo)
+				VPANDD(mF0, p, hi) // 16 times the quants
 			}
 			g.dots(lo, 64*c+4*k, tl)
 			g.dots(hi, 64*c+32+4*k, th)
+		}
+		if !fifth {
+			for _, t := range th {
+				VPSRAD(U8(4), t, t) // exact: 16·Σ q·y
+			}
 		}
 		for h, t := range [][]reg.VecVirtual{tl, th} {
 			sc := ZMM()
@@ -305,35 +317,72 @@ func (g *kfast) q45(fifth bool) {
 	g.finish(0, 32, msum)
 }
 
-// q6 is the Q6_K super-block: in half h, ql quad (j, k) holds group
-// 8h+2j+k/4 in its low nibbles and 8h+4+2j+k/4 in its high ones, whose top
-// bits are bits 2j, 2j+1 and 2j+4, 2j+5 of qh quad (h, k).
+// q6 is the Q6_K super-block, chunk by chunk: parts 0–2 of quad k are
+// quad k of groups 3i..3i+2 once masked to 6 bits, and their top bits
+// quad k of group 12+i (q6Top).
 func (g *kfast) q6() {
 	g.isum = make([]reg.VecVirtual, g.na)
-	for h := range 2 {
-		for j := range 2 {
-			for kk := range 2 {
-				gl, gh := 8*h+2*j+kk, 8*h+4+2*j+kk
-				tl, th := g.sums(kfRecN32+4*gl), g.sums(kfRecN32+4*gh)
-				for k := 4 * kk; k < 4*kk+4; k++ {
-					qh, p := g.quad(q6QH(h, k)), g.quad(q6QL(h, j, k))
-					hn := ZMM()
-					VPSRLW(U8(4), p, hn)
-					// bits 2j, 2j+1 (2j+4, 2j+5) of qh to bits 4, 5
-					lo := g.high(p, qh, g.gf != gfNone, 2*j, 4, 2)
-					hi := g.high(hn, qh, g.gf == gfBoth, 2*j+4, 4, 2)
-					g.dots(lo, 128*h+32*j+4*k, tl)
-					g.dots(hi, 128*h+64+32*j+4*k, th)
-				}
-				for i, t := range [][]reg.VecVirtual{tl, th} {
-					sc := ZMM()
-					VPMOVSXBD(Mem{Base: g.w, Disp: 32 + 16*[]int{gl, gh}[i]}, sc)
-					g.scale(sc, t)
-				}
+	// The masks of q6Top, in registers where they fit (the one-token
+	// kernel 3% faster than with broadcast memory operands).
+	var bits [3]Op
+	for p := range bits {
+		m := uint32(3<<(2*p)) * 0x01010101
+		bits[p] = constU32(fmt.Sprintf("kfbits%08x", m), m)
+		if g.na < kfTile { // the 4-token kernel has no registers left for them
+			r := ZMM()
+			VPBROADCASTD(bits[p], r)
+			bits[p] = r
+		}
+	}
+	for i := range 4 {
+		grps := q6Groups(i)
+		var t [4][]reg.VecVirtual
+		for p, grp := range grps {
+			t[p] = g.sums(kfRecN32 + 4*grp)
+		}
+		for k := range 4 {
+			var q [4]reg.VecVirtual
+			for p := range 3 {
+				raw := g.quad(q6Quad(i, k, p))
+				q[p] = ZMM()
+				VPANDD(g.mask, raw, q[p])
+				q[3] = q6Top(q[3], raw, bits[p], p)
 			}
+			for p, grp := range grps {
+				g.dots(q[p], 16*grp+4*k, t[p])
+			}
+		}
+		for p, grp := range grps {
+			sc := ZMM()
+			VPMOVSXBD(Mem{Base: g.w, Disp: 32 + 16*grp}, sc)
+			g.scale(sc, t[p])
 		}
 	}
 	g.finish(0, -1, nil)
+}
+
+// q6Top adds the top bits (6, 7) of part p's raw quad, which it
+// overwrites, to the quants assembled in top as their bits 2p, 2p+1
+// (part 0's start them; top is then ignored): a shift in 16-bit words,
+// then bits (those two bits of every byte) as a mask.
+func q6Top(top, raw reg.VecVirtual, bits Op, p int) reg.VecVirtual {
+	VPSRLW(U8(6-2*p), raw, raw)
+	if p == 0 {
+		ternlog(0xA0, bits, raw, raw) // raw & bits
+		return raw
+	}
+	ternlog(0xF8, bits, raw, top) // top | (raw & bits)
+	return top
+}
+
+// ternlog emits VPTERNLOGD: a = f(a, b, c), f's truth table imm (bit
+// 4a+2b+c), c a register or a constant broadcast from memory.
+func ternlog(imm uint8, c Op, b, a reg.VecVirtual) {
+	if _, ok := c.(Mem); ok {
+		VPTERNLOGD_BCST(U8(imm), c, b, a)
+		return
+	}
+	VPTERNLOGD(U8(imm), c, b, a)
 }
 
 // q23 is the Q2_K (Q3_K with high) super-block: in half h, bits 2j, 2j+1

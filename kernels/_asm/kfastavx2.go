@@ -29,11 +29,11 @@ const kfTileAVX2 = 3
 // kfTypesAVX2: the AVX2 kernels prefetch at every width (not measured
 // without).
 var kfTypesAVX2 = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { (*kf2)(g).q45(false) }, 1},
-	{"Q5_K", 2880, func(g *kfast) { (*kf2)(g).q45(true) }, 1},
-	{"Q6_K", 3360, func(g *kfast) { (*kf2)(g).q6() }, 1},
-	{"Q2_K", 1344, func(g *kfast) { (*kf2)(g).q23(false) }, 1},
-	{"Q3_K", 1824, func(g *kfast) { (*kf2)(g).q23(true) }, 1},
+	{"Q4_K", 2368, func(g *kfast) { (*kf2)(g).q45(false) }, 1, 0},
+	{"Q5_K", 2880, func(g *kfast) { (*kf2)(g).q45(true) }, 1, 0},
+	{"Q6_K", 3360, func(g *kfast) { (*kf2)(g).q6() }, 1, 0},
+	{"Q2_K", 1344, func(g *kfast) { (*kf2)(g).q23(false) }, 1, 0},
+	{"Q3_K", 1824, func(g *kfast) { (*kf2)(g).q23(true) }, 1, 0},
 }
 
 func genKFastAVX2() {
@@ -267,36 +267,51 @@ func (g *kf2) offsets(shift int) {
 	}
 }
 
-// q6: groups gl = 8h+2j+kk (low nibbles of ql quads (h, j, k)) and gh = gl+4
-// (high nibbles), top bits from qh quad (h, k); int16 runs of 2 quads.
+// q6: per chunk, quads 0–1 then 2–3 (read front to back), an int16 run
+// of 2 quads per group (q6Groups); parts 0–2 masked to 6 bits, the fourth
+// group's quants gathered from their top bits.
 func (g *kf2) q6() {
 	g.sum2 = make([]reg.VecVirtual, g.na)
-	m0F, m30 := mask("kf0F", 0x0F0F0F0F), mask("kf30", 0x30303030)
-	for h := range 2 {
-		for j := range 2 {
-			for kk := range 2 {
-				for hi := range 2 {
-					grp := 8*h + 2*j + kk + 4*hi
-					scw := g.scalesI8(32 + 16*grp)
-					for k0 := 4 * kk; k0 < 4*kk+4; k0 += 2 {
-						t := make([]reg.VecVirtual, g.na)
-						for k := k0; k < k0+2; k++ {
-							q := g.quadY(q6QL(h, j, k))
-							top := g.quadY(q6QH(h, k))
-							if hi == 1 {
-								VPSRLW(U8(4), q, q)
-							}
-							q = bits(q, m0F, shiftedY(top, 4-2*j-4*hi), m30)
-							g.madd(q, 128*h+64*hi+32*j+4*k, t, k == k0)
-						}
-						g.scale(scw, t)
+	m3F := mask("kf3F", 0x3F3F3F3F)
+	for i := range 4 {
+		for k0 := 0; k0 < 4; k0 += 2 {
+			for p, grp := range q6Groups(i) {
+				scw := g.scalesI8(32 + 16*grp)
+				t := make([]reg.VecVirtual, g.na)
+				for k := k0; k < k0+2; k++ {
+					var q reg.VecVirtual
+					if p < 3 {
+						q = g.quadY(q6Quad(i, k, p))
+						VPAND(m3F, q, q)
+					} else {
+						q = g.q6Top(i, k)
 					}
+					g.madd(q, 16*grp+4*k, t, k == k0)
 				}
+				g.scale(scw, t)
 			}
 		}
 	}
 	g.offsets(5)
 	g.finish2(0, -1, nil)
+}
+
+// q6Top returns the quants of chunk i's quad k of its fourth group: bits
+// 6, 7 of part p's quad as their bits 2p, 2p+1.
+func (g *kf2) q6Top(i, k int) reg.VecVirtual {
+	var top reg.VecVirtual
+	for p := range 3 {
+		v := g.quadY(q6Quad(i, k, p))
+		VPSRLW(U8(6-2*p), v, v)
+		m := uint32(3<<(2*p)) * 0x01010101
+		VPAND(mask(fmt.Sprintf("kfbits%08x", m), m), v, v)
+		if top == nil {
+			top = v
+			continue
+		}
+		VPOR(v, top, top)
+	}
+	return top
 }
 
 // q23: group 8h+2j+kk from bits 2j of qs quads (h, k) (Q3_K: bit 4h+j of
