@@ -197,6 +197,7 @@ func avx512() *impl {
 	k.rope = ropeAVX
 	k.rmsNorm, k.softmax, k.softmaxExp = rmsNormAVX, v.Softmax, v.SoftmaxExp
 	k.silu, k.swiGLU, k.add, k.mul = v.SiLU, v.SwiGLU, addAVX, mulAVX
+	k.swigluOAI = swigluOAIAVX
 	k.reduceLanes = reduceLanesAVX
 	k.attn = attnKernels{scores: scoresF16AVX, round: roundF16AVX, values: valuesF16AVX}
 	k.tiled = tiledAVX512

@@ -51,6 +51,7 @@ type impl struct {
 	tiled       tiledKernels
 	silu        func(dst, x []float32)
 	swiGLU      func(dst, gate, up []float32)
+	swigluOAI   func(dst, gate, up []float32) // gpt-oss's experts' activation
 	add         func(dst, x []float32)
 	mul         func(dst, x []float32)
 }
@@ -86,6 +87,7 @@ var generic = &impl{
 	tiled:       genericTiled,
 	silu:        siluGeneric,
 	swiGLU:      swiGLUGeneric,
+	swigluOAI:   swigluOAIGeneric,
 	add:         addGeneric,
 	mul:         mulGeneric,
 }

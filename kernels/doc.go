@@ -22,6 +22,7 @@
 //	gemmqavx2   AVX2            fast-arithmetic MatMul on Q4_1, Q5_0, Q5_1, Q8_0
 //	mxfp4       AVX-512 VNNI,   fast-arithmetic MatMul on MXFP4 (its 17-byte interleaved nibbles,
 //	            AVX2            values by byte shuffle; VPERMB with AVX512_VBMI)
+//	moe         AVX-512         gpt-oss's expert activation (swiglu_oai, glibc's expf in float64 lanes)
 //	kfast       AVX-512 VNNI    fast-arithmetic MatMul on Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (16-row groups;
 //	            (GFNI)          Q5_K's one-token kernel moves its fifth bits by VGF2P8AFFINEQB)
 //	kfastavx2   AVX2            the same

@@ -156,10 +156,10 @@ func (g *gluJob) run(worker, task int) {
 		row := g.gate.dst[t*hidden:]
 		up := g.up.dst[t*hidden+r0 : t*hidden+r1]
 		if g.gateBias != nil {
-			addBiasRow(row[r0:r1], g.gateBias[r0:r1])
+			g.k.add(row[r0:r1], g.gateBias[r0:r1])
 		}
 		if g.upBias != nil {
-			addBiasRow(up, g.upBias[r0:r1])
+			g.k.add(up, g.upBias[r0:r1])
 		}
 		g.k.glu(g.act, row[r0:r1], row[r0:r1], up)
 	}

@@ -82,7 +82,7 @@ func (k *impl) glu(g GLU, dst, gate, up []float32) {
 	case GLUGELUTanh:
 		geGLUGeneric(dst, gate, up)
 	case GLUSwiGLUOAI:
-		swigluOAIGeneric(dst, gate, up)
+		k.swigluOAI(dst, gate, up)
 	default:
 		k.swiGLU(dst, gate, up)
 	}

@@ -27,3 +27,4 @@ package kernels
 //go:generate sh -c "cd _asm && go run . -kernel tiledavx2 -pkg kernels -out ../tiledavx2_amd64.s -stubs ../tiledavx2_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel prefetch -pkg kernels -out ../prefetch_amd64.s -stubs ../prefetch_stubs_amd64.go"
 //go:generate sh -c "cd _asm && go run . -kernel mxfp4 -pkg kernels -out ../mxfp4_amd64.s -stubs ../mxfp4_stubs_amd64.go"
+//go:generate sh -c "cd _asm && go run . -kernel moe -pkg kernels -out ../moe_amd64.s -stubs ../moe_stubs_amd64.go"

@@ -242,7 +242,7 @@ func (j *moeJobs) plan(p *Pool, m *MoE, b *MoEBuffers, n int) {
 		i++
 	}
 	j.conv = moeConvJob{j: j}
-	j.comb = moeCombineJob{dst: b.Dst, ys: j.ys, slot: j.slot, w: b.Weights, n: n, kk: kk, dim: j.dim,
+	j.comb = moeCombineJob{k: k, dst: b.Dst, ys: j.ys, slot: j.slot, w: b.Weights, n: n, kk: kk, dim: j.dim,
 		rows: max(1, (n+4*p.threads-1)/(4*p.threads))}
 	if m.Experts[0].DownBias != nil {
 		j.comb.ids, j.comb.experts = b.IDs, m.Experts
@@ -309,6 +309,7 @@ func (c *moeDownConvJob) run(_, task int) {
 // moeCombineJob sums each token's expert outputs by their weights in the
 // rank order of the choices, rows tokens per task.
 type moeCombineJob struct {
+	k          *impl
 	dst, ys, w []float32
 	slot       []int32
 	n, kk, dim int
@@ -331,7 +332,7 @@ func (c *moeCombineJob) run(_, task int) {
 			}
 			y := c.ys[int(s)*d:][:d]
 			if c.ids != nil {
-				addBiasRow(y, c.experts[c.ids[t*c.kk+r]].DownBias)
+				c.k.add(y, c.experts[c.ids[t*c.kk+r]].DownBias)
 			}
 			if first {
 				first = false

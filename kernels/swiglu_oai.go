@@ -37,12 +37,5 @@ func swigluOAIGeneric(dst, gate, up []float32) {
 // swigluOAIGeneric). dst may alias gate or up.
 func SwiGLUOAI(dst, gate, up []float32) {
 	checkLen("SwiGLUOAI", len(dst), len(gate), len(up))
-	swigluOAIGeneric(dst, gate, up)
-}
-
-// addBiasRow adds bias to x elementwise (one float32 rounding each).
-func addBiasRow(x, bias []float32) {
-	for i := range x {
-		x[i] += bias[i]
-	}
+	def.swigluOAI(dst, gate, up)
 }

@@ -190,6 +190,11 @@ var vecCases = []vecCase{
 		g, u := specialVec(r, n, 4, sp), specialVec(r, n, 2, sp)
 		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.swiGLU(d, g, u) })
 	}},
+	{"swigluOAI", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
+		// Gates past ±52 take expf's special cases (|1.702·x| ≥ 88).
+		g, u := specialVec(r, n, []float64{4, 40}[r.IntN(2)], sp), specialVec(r, n, 6, sp)
+		sameOut(t, k, "dst", make([]float32, n), off, func(k *impl, d []float32) { k.swigluOAI(d, g, u) })
+	}},
 	{"softmax", func(t *testing.T, k *impl, r *rand.Rand, n, off int, sp bool) {
 		x := specialVec(r, n, 8, sp && r.IntN(2) == 0)
 		sameOut(t, k, "x", x, off, func(k *impl, d []float32) { k.softmax(d) })

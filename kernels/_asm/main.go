@@ -49,6 +49,7 @@ var families = map[string]func(){
 	"tiledavx2":  genTiledAVX2,
 	"prefetch":   genPrefetch,
 	"mxfp4":      genMXFP4,
+	"moe":        genMoE,
 }
 
 func main() {
