@@ -104,3 +104,47 @@ func BenchmarkAttentionDecodeLayers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttentionLongDecode times AttnTiled's decode of one sequence at
+// a long context on Llama-3.2-1B's shape (32 heads over 8 KV heads of 64),
+// four layers' caches read in turn (256 MiB of F16 at 32k, past any
+// cache): inplace reads the F16 rows in place, converting as each of the
+// group's four query heads reads them (tiledF16Rows = 4), blocks converts
+// every block once into L1 for the four (tiledF16Rows = 0); q8_0 is a Q8_0
+// cache (converted blocks). GB/s counts the F16 cache's bytes for every
+// variant; cpu-ns/op is the process's CPU time per op (one op: every layer).
+func BenchmarkAttentionLongDecode(b *testing.B) {
+	const layers, heads, kvHeads, hd = 4, 32, 8, 64
+	for _, ctx := range []int{4096, 32768} {
+		for _, v := range []struct {
+			name string
+			typ  KVType
+			rows int
+		}{{"inplace", KVF16, 4}, {"blocks", KVF16, 0}, {"q8_0", KVQ8_0, 4}} {
+			b.Run(fmt.Sprintf("ctx%d/%s", ctx, v.name), func(b *testing.B) {
+				defer func(n int) { tiledF16Rows = n }(tiledF16Rows)
+				tiledF16Rows = v.rows
+				r := newRand(7)
+				var as []*Attention
+				var kvs []*KVLayer
+				for range layers {
+					a, kv := sameAttnCase(r, v.typ, hd, heads, kvHeads, 16, []int{ctx}, []int{1})
+					a.Mode = AttnTiled
+					a.Tiles = AttentionTiles(a.QueryStart)
+					as, kvs = append(as, a), append(kvs, kv)
+				}
+				p := newPool(0, def)
+				defer p.Close()
+				b.ResetTimer()
+				cpu := processCPU()
+				for range b.N {
+					for l := range layers {
+						p.Attention(as[l], kvs[l])
+					}
+				}
+				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(b.N)*float64(layers*ctx*kvHeads*hd*2*2)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
