@@ -33,21 +33,11 @@ func BenchmarkAttentionKVTypes(b *testing.B) {
 					a.Mode = AttnTiled
 					as, kvs = append(as, a), append(kvs, kv)
 				}
-				p := newPool(0, def)
-				defer p.Close()
-				b.ResetTimer()
-				cpu := processCPU()
-				for range b.N {
-					for l := range layers {
-						p.Attention(as[l], kvs[l])
-					}
-				}
-				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 				ctx := 0
 				for _, n := range c.ctx {
 					ctx += n
 				}
-				b.ReportMetric(float64(b.N)*float64(layers*ctx*3*64*2*2)/b.Elapsed().Seconds()/1e9, "GB/s")
+				benchAttentionLayers(b, as, kvs, layers*ctx*3*64*2*2)
 			})
 		}
 	}

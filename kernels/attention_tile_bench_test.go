@@ -125,26 +125,32 @@ func BenchmarkAttentionLongDecode(b *testing.B) {
 				defer func(n int) { tiledF16Rows = n }(tiledF16Rows)
 				tiledF16Rows = v.rows
 				r := newRand(7)
-				var as []*Attention
-				var kvs []*KVLayer
-				for range layers {
-					a, kv := sameAttnCase(r, v.typ, hd, heads, kvHeads, 16, []int{ctx}, []int{1})
-					a.Mode = AttnTiled
-					a.Tiles = AttentionTiles(a.QueryStart)
-					as, kvs = append(as, a), append(kvs, kv)
+				as, kvs := make([]*Attention, layers), make([]*KVLayer, layers)
+				for l := range layers {
+					as[l], kvs[l] = sameAttnCase(r, v.typ, hd, heads, kvHeads, 16, []int{ctx}, []int{1})
+					as[l].Mode = AttnTiled
+					as[l].Tiles = AttentionTiles(as[l].QueryStart)
 				}
-				p := newPool(0, def)
-				defer p.Close()
-				b.ResetTimer()
-				cpu := processCPU()
-				for range b.N {
-					for l := range layers {
-						p.Attention(as[l], kvs[l])
-					}
-				}
-				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
-				b.ReportMetric(float64(b.N)*float64(layers*ctx*kvHeads*hd*2*2)/b.Elapsed().Seconds()/1e9, "GB/s")
+				benchAttentionLayers(b, as, kvs, layers*ctx*kvHeads*hd*2*2)
 			})
 		}
 	}
+}
+
+// benchAttentionLayers times Pool.Attention over the layers' cases in turn
+// (one op: every layer) and reports the process's CPU time per op
+// (cpu-ns/op, less disturbed than the wall time on a shared machine) and
+// f16Bytes (an F16 cache's bytes of one op) per second as GB/s.
+func benchAttentionLayers(b *testing.B, as []*Attention, kvs []*KVLayer, f16Bytes int) {
+	p := newPool(0, def)
+	defer p.Close()
+	b.ResetTimer()
+	cpu := processCPU()
+	for range b.N {
+		for l := range as {
+			p.Attention(as[l], kvs[l])
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(b.N)*float64(f16Bytes)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
