@@ -14,24 +14,33 @@ import (
 // its quants at bytes 4r..4r+3, so that one VPDPBUSD against 4 broadcast
 // activation quants adds 4 products to each row's lane. The quads keep the
 // file's bit packing (nibbles, 2-bit fields, high-bit planes), only bytes
-// moving, except Q6_K's (repacked, see below). Scales and minimums are
-// unpacked to one byte per (group, row), the format's own 6-bit or 4-bit
-// values, scale-major, so that one zero- or sign-extension gives a vector
-// of one group's scales per row; minimums are in pairs (groups 2i, 2i+1
-// of a row side by side) for VPDPWSSD against broadcast activation-sum
-// pairs. Per type, at byte offset:
+// moving, except Q6_K's (repacked, see below). Q4_K's and Q5_K's scales
+// and minimums keep the file's packing too (12 bytes per row, q[0..11]
+// below, as llama.cpp's get_scale_min_k4 reads them), placed so that a
+// few whole-vector operations unpack them for all 16 rows, already in
+// pairs (scales 2c, 2c+1: chunk c's low and high nibbles; minimums 2i,
+// 2i+1 side by side for VPDPWSSD against broadcast activation-sum pairs):
+// their group-blocks are exactly the file's bytes. Q6_K's, Q2_K's and
+// Q3_K's scales are one byte per (group, row), scale-major, so that one
+// zero- or sign-extension gives a vector of one group's scales per row.
+// Per type, at byte offset:
 //
-//	Q4_K (2368 = 16·148 bytes)
+//	Q4_K (2304 = 16·144 bytes, the file's)
 //	0    d    [16]f16
 //	32   dmin [16]f16
-//	64   sc   [8][16]u8        sub-block j, row r
-//	192  mn   [4][16][2]u8     pair i, row r: minimums 2i, 2i+1
-//	320  qs   [4][8]quad       chunk c, quad k: qs[32c+4k..+3]; low nibbles
+//	64   sm   [3][2][16][2]u8  vector v, pair p, row r, element e: q[4v+2p+e]
+//	                           of row r; bytewise, with A, B, C the vectors
+//	                           at 64, 128, 192, pair p of
+//	                           A & 0x3F is scales 2p, 2p+1,
+//	                           B & 0x3F minimums 2p, 2p+1,
+//	                           C & 0x0F | (A & 0xC0) >> 2 scales 4+2p, 5+2p,
+//	                           C >> 4 | (B & 0xC0) >> 2 minimums 4+2p, 5+2p
+//	256  qs   [4][8]quad       chunk c, quad k: qs[32c+4k..+3]; low nibbles
 //	                           are elements 64c+4k+i, high 64c+32+4k+i
-//	Q5_K (2880 = 16·180 bytes): Q4_K's header, then
-//	320  qh   [8]quad          qh[4k..+3]: bit 2c (2c+1) is the fifth bit of
+//	Q5_K (2816 = 16·176 bytes, the file's): Q4_K's header, then
+//	256  qh   [8]quad          qh[4k..+3]: bit 2c (2c+1) is the fifth bit of
 //	                           the low (high) nibble of chunk c, quad k
-//	832  qs   [4][8]quad       as Q4_K
+//	768  qs   [4][8]quad       as Q4_K
 //	Q6_K (3360 = 16·210 bytes)
 //	0    d    [16]f16
 //	32   sc   [16][16]i8       group g, row r
@@ -70,8 +79,8 @@ const kfRows = 16
 
 // Group-block sizes of the K-quant layouts.
 const (
-	kfQ4KBlock = 2368
-	kfQ5KBlock = 2880
+	kfQ4KBlock = 2304
+	kfQ5KBlock = 2816
 	kfQ6KBlock = 3360
 	kfQ2KBlock = 1344
 	kfQ3KBlock = 1824
@@ -94,15 +103,13 @@ func putF16s(dst []byte, src [][]byte, off int) {
 	}
 }
 
-// putScales6 writes the 6-bit scales and minimums of Q4_K and Q5_K (bytes
-// 4..15 of each block) at dst (sc) and dst[128:] (mn pairs).
+// putScales6 writes the packed 6-bit scales and minimums of Q4_K and
+// Q5_K (bytes 4..15 of each row's block, q[k] = byte 4+k) at dst: q[k] of
+// row r at 64·(k/4) + 32·(k%4/2) + 2r + k%2.
 func putScales6(dst []byte, src [][]byte) {
-	var sc, mn [8]int32
 	for r, blk := range src {
-		kScales6(blk[4:16], &sc, &mn)
-		for j := range 8 {
-			dst[16*j+r] = byte(sc[j])
-			dst[128+32*(j/2)+2*r+j%2] = byte(mn[j])
+		for k, q := range blk[4:16] {
+			dst[64*(k/4)+32*(k%4/2)+2*r+k%2] = q
 		}
 	}
 }
@@ -111,15 +118,15 @@ func interleaveQ4K(dst []byte, src [][]byte) {
 	putF16s(dst[0:], src, 0)
 	putF16s(dst[32:], src, 2)
 	putScales6(dst[64:], src)
-	putQuads(dst[320:], src, 16, 32)
+	putQuads(dst[256:], src, 16, 32)
 }
 
 func interleaveQ5K(dst []byte, src [][]byte) {
 	putF16s(dst[0:], src, 0)
 	putF16s(dst[32:], src, 2)
 	putScales6(dst[64:], src)
-	putQuads(dst[320:], src, 16, 8)
-	putQuads(dst[832:], src, 48, 32)
+	putQuads(dst[256:], src, 16, 8)
+	putQuads(dst[768:], src, 48, 32)
 }
 
 func interleaveQ6K(dst []byte, src [][]byte) {

@@ -65,8 +65,8 @@ type kfType struct {
 // tokens: 72–75% with them, 52–56% without); Q6_K is faster without them
 // at every width. Q2_K and Q3_K were not measured and keep them.
 var kfTypes = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { g.q45(false) }, 3, 0x0F0F0F0F},
-	{"Q5_K", 2880, func(g *kfast) { g.q45(true) }, 3, 0x0F0F0F0F},
+	{"Q4_K", 2304, func(g *kfast) { g.q45(false) }, 3, 0x0F0F0F0F},
+	{"Q5_K", 2816, func(g *kfast) { g.q45(true) }, 3, 0x0F0F0F0F},
 	{"Q6_K", 3360, (*kfast).q6, kfTile + 1, 0x3F3F3F3F},
 	{"Q2_K", 1344, func(g *kfast) { g.q23(false) }, 1, 0x0F0F0F0F},
 	{"Q3_K", 1824, func(g *kfast) { g.q23(true) }, 1, 0x0F0F0F0F},
@@ -255,16 +255,18 @@ func shifted(v reg.VecVirtual, s int) reg.VecVirtual {
 // read bandwidth, BenchmarkDecodeKQuant). Q5_K's
 // streaming kernels load the 8 qh quads (before the qs quads in the
 // group-block) first and keep them, so that the block is read in order.
+// The scales are unpacked from the file's packing once per super-block
+// (scales6), the minimums at its end (mins6).
 func (g *kfast) q45(fifth bool) {
-	qs := 320
+	qs := 256
 	if fifth {
-		qs = 832
+		qs = 768
 	}
 	g.isum = make([]reg.VecVirtual, g.na)
 	var qhs []reg.VecVirtual
 	if fifth && g.streams() {
 		for k := range 8 {
-			qhs = append(qhs, g.quad(320+64*k))
+			qhs = append(qhs, g.quad(256+64*k))
 		}
 	}
 	var mF0 reg.VecVirtual
@@ -272,6 +274,11 @@ func (g *kfast) q45(fifth bool) {
 		mF0 = ZMM()
 		VPBROADCASTD(constU32("kfF0", 0xF0F0F0F0), mF0)
 	}
+	m3F := ZMM()
+	VPBROADCASTD(constU32("kf3F", 0x3F3F3F3F), m3F)
+	sc := g.scales6(m3F)
+	mFF := ZMM()
+	VPBROADCASTD(constU32("kfFF", 0xFF), mFF)
 	for c := range 4 {
 		tl, th := g.sums(-1), g.sums(-1)
 		for k := range 8 {
@@ -282,7 +289,7 @@ func (g *kfast) q45(fifth bool) {
 				if qhs != nil {
 					qh = qhs[k]
 				} else {
-					qh = g.quad(320 + 64*k)
+					qh = g.quad(256 + 64*k)
 				}
 				VPSRLW(U8(4), p, hi)
 				// bit 2c (2c+1) of qh to bit 4
@@ -300,21 +307,60 @@ func (g *kfast) q45(fifth bool) {
 				VPSRAD(U8(4), t, t) // exact: 16·Σ q·y
 			}
 		}
-		for h, t := range [][]reg.VecVirtual{tl, th} {
-			sc := ZMM()
-			VPMOVZXBD(Mem{Base: g.w, Disp: 64 + 16*(2*c+h)}, sc)
-			g.scale(sc, t)
-		}
+		// Scales 2c and 2c+1: pair c%2 of sc[c/2], one word per row.
+		w := zxPair(VPMOVZXWD, sc[c/2], c%2)
+		sl := ZMM()
+		VPANDD(mFF, w, sl)
+		VPSRLD(U8(8), w, w)
+		g.scale(sl, tl)
+		g.scale(w, th)
 	}
+	mn := g.mins6(m3F)
 	msum := g.sums(-1)
 	for i := range 4 {
-		mn := ZMM()
-		VPMOVZXBW(Mem{Base: g.w, Disp: 192 + 32*i}, mn)
+		pw := zxPair(VPMOVZXBW, mn[i/2], i%2)
 		for a := range g.na {
-			vnniBcst("VPDPWSSD", g.act.at(a, kfRecQ8S+4*i), mn, msum[a])
+			vnniBcst("VPDPWSSD", g.act.at(a, kfRecQ8S+4*i), pw, msum[a])
 		}
 	}
 	g.finish(0, 32, msum)
+}
+
+// scales6 unpacks Q4_K's and Q5_K's scales (kernels/kfast_layout.go):
+// pair p of the first vector holds scales p, p+1 of every row, of the
+// second 4+2p, 5+2p.
+func (g *kfast) scales6(m3F reg.VecVirtual) [2]reg.VecVirtual {
+	a, c := g.quad(64), g.quad(192)
+	s03, t := ZMM(), ZMM()
+	VPANDD(m3F, a, s03)
+	VPANDND(a, m3F, t) // the top two bits of q[0..3]
+	VPSRLW(U8(2), t, t)
+	return [2]reg.VecVirtual{s03, g.or0F(c, t)} // q[8..11] & 0x0F | t
+}
+
+// mins6 unpacks Q4_K's and Q5_K's minimums as scales6 the scales.
+func (g *kfast) mins6(m3F reg.VecVirtual) [2]reg.VecVirtual {
+	b, c := g.quad(128), g.quad(192)
+	m03, t := ZMM(), ZMM()
+	VPANDD(m3F, b, m03)
+	VPANDND(b, m3F, t) // the top two bits of q[4..7]
+	VPSRLW(U8(2), t, t)
+	VPSRLW(U8(4), c, c)
+	return [2]reg.VecVirtual{m03, g.or0F(c, t)} // q[8..11] >> 4 | t
+}
+
+// zxPair zero-extends half h (a pair of the packed scales) of v with ext
+// (VPMOVZXWD: the pair as one dword per row; VPMOVZXBW: a word each).
+func zxPair(ext func(...Op), v reg.VecVirtual, h int) reg.VecVirtual {
+	src := v.AsY()
+	if h == 1 {
+		y := YMM()
+		VEXTRACTI64X4(U8(1), v, y)
+		src = y
+	}
+	out := ZMM()
+	ext(src, out)
+	return out
 }
 
 // q6 is the Q6_K super-block, chunk by chunk: parts 0–2 of quad k are

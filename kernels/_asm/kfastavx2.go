@@ -29,8 +29,8 @@ const kfTileAVX2 = 3
 // kfTypesAVX2: the AVX2 kernels prefetch at every width (not measured
 // without).
 var kfTypesAVX2 = []kfType{
-	{"Q4_K", 2368, func(g *kfast) { (*kf2)(g).q45(false) }, 1, 0},
-	{"Q5_K", 2880, func(g *kfast) { (*kf2)(g).q45(true) }, 1, 0},
+	{"Q4_K", 2304, func(g *kfast) { (*kf2)(g).q45(false) }, 1, 0},
+	{"Q5_K", 2816, func(g *kfast) { (*kf2)(g).q45(true) }, 1, 0},
 	{"Q6_K", 3360, func(g *kfast) { (*kf2)(g).q6() }, 1, 0},
 	{"Q2_K", 1344, func(g *kfast) { (*kf2)(g).q23(false) }, 1, 0},
 	{"Q3_K", 1824, func(g *kfast) { (*kf2)(g).q23(true) }, 1, 0},
@@ -141,14 +141,8 @@ func dupWords(d reg.VecVirtual) reg.VecVirtual {
 	return d
 }
 
-// scalesU8 returns the unsigned byte scales at off (one per row) as scale
-// words; scalesI8 the signed ones.
-func (g *kf2) scalesU8(off int) reg.VecVirtual {
-	d := YMM()
-	VPMOVZXBD(g.at(off, 1), d)
-	return dupWords(d)
-}
-
+// scalesI8 returns the signed byte scales at off (one per row) as scale
+// words.
 func (g *kf2) scalesI8(off int) reg.VecVirtual {
 	d := YMM()
 	VPMOVSXBD(g.at(off, 1), d)
@@ -193,21 +187,26 @@ func (g *kf2) quadY(off int) reg.VecVirtual {
 }
 
 // q45: per sub-block s = 2c+h (h: low or high nibbles of chunk c), the
-// int16 sums over 8 quads (Q5_K: two runs of 4), then the scale.
+// int16 sums over 8 quads (Q5_K: two runs of 4), then the scale. The
+// scales are unpacked from the file's packing once per super-block
+// (scales6), the minimums at its end (mins6), each then spread to its
+// rows' words by one VPSHUFB (spread).
 func (g *kf2) q45(fifth bool) {
-	qs := 320
+	qs := 256
 	if fifth {
-		qs = 832
+		qs = 768
 	}
 	g.sum2 = make([]reg.VecVirtual, g.na)
 	m0F := mask("kf0F", 0x0F0F0F0F)
+	sc := g.scales6(m0F)
 	run := 8
 	if fifth {
 		run = 4
 	}
 	for s := range 8 {
 		c, h := s/2, s%2
-		scw := g.scalesU8(64 + 16*s)
+		// scale s: element h of pair c%2 of sc[c/2]
+		scw := spread(sc[c/2], c%2, h, h)
 		for k0 := 0; k0 < 8; k0 += run {
 			t := make([]reg.VecVirtual, g.na)
 			for k := k0; k < k0+run; k++ {
@@ -216,7 +215,7 @@ func (g *kf2) q45(fifth bool) {
 					VPSRLW(U8(4), q, q)
 				}
 				if fifth {
-					q = bits(q, m0F, shiftedY(g.quadY(320+64*k), 4-2*c-h), mask("kf10", 0x10101010))
+					q = bits(q, m0F, shiftedY(g.quadY(256+64*k), 4-2*c-h), mask("kf10", 0x10101010))
 				} else {
 					VPAND(m0F, q, q)
 				}
@@ -225,13 +224,76 @@ func (g *kf2) q45(fifth bool) {
 			g.scale(scw, t)
 		}
 	}
+	mn := g.mins6(m0F)
 	msum := make([]reg.VecVirtual, g.na)
 	for i := range 4 {
-		mn := YMM()
-		VPMOVZXBW(g.at(192+32*i, 2), mn)
-		g.pairs(mn, kfRecQ8S+4*i, msum)
+		// minimums 2i, 2i+1: pair i%2 of mn[i/2]
+		g.pairs(spread(mn[i/2], i%2, 0, 1), kfRecQ8S+4*i, msum)
 	}
 	g.finish2(0, 32, msum)
+}
+
+// sm returns vector v (q[4v..4v+3] of every row) of the half's packed
+// scales and minimums (kernels/kfast_layout.go), its two pairs' 16 bytes
+// (8 rows, 2 bytes each) mixed by quadwords: lane 0 holds rows 0–3 of
+// pair 0 then of pair 1, lane 1 rows 4–7 likewise, so that row r's
+// element e of pair p is byte 8p+2(r%4)+e of its row's lane, where one
+// in-lane VPSHUFB (spread) can move it to the row's dword.
+func (g *kf2) sm(v int) reg.VecVirtual {
+	p0, p1 := YMM(), YMM()
+	VBROADCASTI128(g.at(64+64*v, 2), p0)
+	VBROADCASTI128(g.at(96+64*v, 2), p1)
+	// quadwords: p0's low, p1's low | p0's high, p1's high
+	VSHUFPD(U8(0b1100), p1, p0, p0)
+	return p0
+}
+
+// scales6 unpacks the half's 6-bit scales from sm's vectors A (q[0..3])
+// and C (q[8..11]), bytewise: A & 0x3F is scales 0–3 (pair p: 2p, 2p+1),
+// C & 0x0F | (A & 0xC0) >> 2 scales 4–7. The word shift moves the top
+// two bits of each byte, alone after the mask, to bits 4, 5 of the same
+// byte.
+func (g *kf2) scales6(m0F reg.VecVirtual) [2]reg.VecVirtual {
+	a, c := g.sm(0), g.sm(2)
+	m3F := mask("kf3F", 0x3F3F3F3F)
+	s03 := YMM()
+	VPAND(m3F, a, s03)
+	VPANDN(a, m3F, a) // A & 0xC0
+	VPSRLW(U8(2), a, a)
+	VPAND(m0F, c, c)
+	VPOR(a, c, c)
+	return [2]reg.VecVirtual{s03, c}
+}
+
+// mins6 unpacks the half's 6-bit minimums as scales6 the scales, from
+// B (q[4..7]) and C: B & 0x3F is minimums 0–3, (C >> 4) & 0x0F |
+// (B & 0xC0) >> 2 minimums 4–7 (the mask after the word shift drops the
+// bits of the byte above).
+func (g *kf2) mins6(m0F reg.VecVirtual) [2]reg.VecVirtual {
+	b, c := g.sm(1), g.sm(2)
+	m3F := mask("kf3F", 0x3F3F3F3F)
+	m03 := YMM()
+	VPAND(m3F, b, m03)
+	VPANDN(b, m3F, b) // B & 0xC0
+	VPSRLW(U8(2), b, b)
+	VPSRLW(U8(4), c, c)
+	VPAND(m0F, c, c)
+	VPOR(b, c, c)
+	return [2]reg.VecVirtual{m03, c}
+}
+
+// spread returns elements lo and hi of pair p of every row of the sm
+// vector v zero-extended to the low and high words of the row's dword:
+// spread(v, p, e, e) scale words, spread(v, p, 0, 1) a minimum pair.
+func spread(v reg.VecVirtual, p, lo, hi int) reg.VecVirtual {
+	var ctl [8]uint32
+	for r := range ctl {
+		b := uint32(8*p + 2*(r%4)) // the row's pair in its lane
+		ctl[r] = b + uint32(lo) | 0x80<<8 | (b+uint32(hi))<<16 | 0x80<<24
+	}
+	out := YMM()
+	VPSHUFB(constU32(fmt.Sprintf("kf2spread%d%d%d", p, lo, hi), ctl[:]...), v, out)
+	return out
 }
 
 // pairs adds VPMADDWD(pw, broadcast int16 pair at record byte off) to
