@@ -57,22 +57,36 @@ type tiledKernels struct {
 	f16 *tiledF16
 }
 
-// tiledF16 is scores, values and values2 on blocks of 16 F16 cache rows
-// in place instead of converted blocks: block i of a call is the 16 rows
-// of hd = len(q) (= len(acc), a multiple of 16) halves at src[bases[i]+p·hd:],
+// tiledF16 is scores and values on blocks of 16 F16 cache rows in place
+// instead of converted blocks: block i of a call is the 16 rows of hd =
+// len(q) (= len(acc), a multiple of 16) halves at src[bases[i]+p·hd:],
 // p < 16 (every one of them in src, the rows past the valid positions
 // included: they are read, and count nowhere). The same arithmetic on the
 // same values, so the same results; cheaper for tasks of few rows, which
 // read each converted row once or twice (tiledF16Rows).
 type tiledF16 struct {
-	scores  func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32
-	values  func(acc, e []float32, src []uint16, bases []int)
-	values2 func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int)
+	scores func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32
+	values func(acc, e []float32, src []uint16, bases []int)
+	// valuesN is values on rows g.acc[r], g.e[r], r < g.n ≤ 4 (one KV
+	// head's query heads in a decode: every e[r] as long), at once where
+	// an implementation has a kernel for that many rows, each V row then
+	// converted once for all of them.
+	valuesN func(g *valueRows, src []uint16, bases []int)
+}
+
+// valueRows are the rows of one tiledF16.valuesN call.
+type valueRows struct {
+	acc, e [maxF16Rows][]float32
+	n      int
 }
 
 // tiledF16Rows is the most rows of a task that read F16 rows in place
-// (with tiledKernels.f16); more rows convert each block once.
-var tiledF16Rows = 4
+// (with tiledKernels.f16), at most maxF16Rows; more rows convert each
+// block once. A variable for the benchmarks.
+var tiledF16Rows = maxF16Rows
+
+// maxF16Rows bounds tiledF16Rows: the widest valuesN kernel.
+const maxF16Rows = 4
 
 // withValues2 returns k with values2 set to two calls of values where it
 // has no kernel of its own.
@@ -321,6 +335,21 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 		} else {
 			j.blocks(ws.block, kv.side(true), offs[b:min(b+chunk, ctx)], hd)
 		}
+		if f16 != nil { // rows ≤ tiledF16Rows: at once, those over the same positions
+			for r := 0; r < rows; {
+				n := min(ctxOf(r)-b, chunk)
+				g := &ws.vrows
+				g.n = 0
+				for ; r < rows && min(ctxOf(r)-b, chunk) == n; r++ {
+					g.acc[g.n], g.e[g.n] = acc[r*hp:][:hp], ws.scores[r*width+b:][:max(n, 0)]
+					g.n++
+				}
+				if n > 0 {
+					f16.valuesN(g, kv.V16, bs)
+				}
+			}
+			continue
+		}
 		for r := 0; r < rows; r++ {
 			n := min(ctxOf(r)-b, chunk)
 			if n <= 0 {
@@ -329,19 +358,11 @@ func (j *attentionJob) tiledRows(ws *workerScratch, g tiledRows, offs []int) {
 			a0, e0 := acc[r*hp:][:hp], ws.scores[r*width+b:][:n]
 			if r+1 < rows && min(ctxOf(r+1)-b, chunk) == n { // two rows over the same positions
 				a1, e1 := acc[(r+1)*hp:][:hp], ws.scores[(r+1)*width+b:][:n]
-				if f16 != nil {
-					f16.values2(a0, a1, e0, e1, kv.V16, bs)
-				} else {
-					tk.values2(a0, a1, e0, e1, ws.block)
-				}
+				tk.values2(a0, a1, e0, e1, ws.block)
 				r++
 				continue
 			}
-			if f16 != nil {
-				f16.values(a0, e0, kv.V16, bs)
-			} else {
-				tk.values(a0, e0, ws.block)
-			}
+			tk.values(a0, e0, ws.block)
 		}
 	}
 	for r := range rows {

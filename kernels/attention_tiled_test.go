@@ -164,18 +164,28 @@ func TestTiledF16InPlace(t *testing.T) {
 						if cnt == 0 {
 							continue
 						}
-						e, e1 := randVec(r, cnt, 1), randVec(r, cnt, 1)
-						a0, b0 := randVec(r, hd, 1), randVec(r, hd, 1)
-						aw, bw := append([]float32(nil), a0...), append([]float32(nil), b0...)
+						e, a0 := randVec(r, cnt, 1), randVec(r, hd, 1)
+						aw := append([]float32(nil), a0...)
 						genericTiled.values(aw, e, chunk)
-						genericTiled.values(bw, e1, chunk)
 						ag := append([]float32(nil), a0...)
 						f.values(ag, e, garbage, bases[:nb])
 						checkSameF32(t, fmt.Sprintf("values of %d", cnt), ag, aw)
-						ag, bg := append([]float32(nil), a0...), append([]float32(nil), b0...)
-						f.values2(ag, bg, e, e1, garbage, bases[:nb])
-						checkSameF32(t, fmt.Sprintf("values2 of %d, first row", cnt), ag, aw)
-						checkSameF32(t, fmt.Sprintf("values2 of %d, second row", cnt), bg, bw)
+						// valuesN on 1–4 rows: every row as values alone
+						var g valueRows
+						var want [maxF16Rows][]float32
+						for rows := 1; rows <= maxF16Rows; rows++ {
+							g.n = rows
+							for i := range rows {
+								g.e[i] = randVec(r, cnt, 1)
+								g.acc[i] = randVec(r, hd, 1)
+								want[i] = append([]float32(nil), g.acc[i]...)
+								genericTiled.values(want[i], g.e[i], chunk)
+							}
+							f.valuesN(&g, garbage, bases[:nb])
+							for i := range rows {
+								checkSameF32(t, fmt.Sprintf("valuesN of %d, row %d of %d", cnt, i, rows), g.acc[i], want[i])
+							}
+						}
 					}
 				}
 			})

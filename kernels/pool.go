@@ -66,6 +66,7 @@ type workerScratch struct {
 	k16    []uint16        // (headDim) halves: the query being rounded to F16; AttnFlash: an F32 cache's K or V row
 	block  []float32       // (16, headDim rounded up to 16) AttnTiled: one converted block of K or V rows
 	bases  [tiledChunk]int // AttnTiled on F16 rows in place: the first row of each block of a chunk
+	vrows  valueRows       // AttnTiled on F16 rows in place: the rows of one valuesN call
 	head   int             // AttnMatMul, AttnFlash: the query head of the current token (its sink)
 }
 

@@ -10,10 +10,10 @@ import "math"
 
 var (
 	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512).
-			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512)).
+			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512, tiledValues3F16AVX512, tiledValues4F16AVX512)).
 			withQ8(tiledBlockQ8AVX512)
 	tiledAVX2 = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil).
-			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil)).
+			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil, nil, nil)).
 			withQ8(tiledBlockQ8AVX2)
 )
 
@@ -98,10 +98,13 @@ func (k tiledKernels) withF16(f *tiledF16) tiledKernels {
 }
 
 // tiledF16Asm wraps one instruction set's kernels on F16 rows in place;
-// without a values2 kernel, values2 is two calls of values.
+// valuesN takes the widest kernel of at most its rows (values2, values3,
+// values4, each nil where the set has none) and values for the rest.
 func tiledF16Asm(scores func(out, q *float32, src *uint16, bases *int, hd int, scale float32, n, nb int) float32,
 	values func(acc, e *float32, src *uint16, bases *int, n, hd int),
-	values2 func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int)) *tiledF16 {
+	values2 func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int),
+	values3 func(acc0, acc1, acc2, e0, e1, e2 *float32, src *uint16, bases *int, n, hd int),
+	values4 func(acc0, acc1, acc2, acc3, e0, e1, e2, e3 *float32, src *uint16, bases *int, n, hd int)) *tiledF16 {
 	f := &tiledF16{
 		scores: func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32 {
 			hd, nb := len(q), len(out)/16
@@ -119,19 +122,31 @@ func tiledF16Asm(scores func(out, q *float32, src *uint16, bases *int, hd int, s
 			values(&acc[0], &e[0], &src[0], &bases[0], len(e), len(acc))
 		},
 	}
-	f.values2 = func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int) {
-		f.values(acc0, e0, src, bases)
-		f.values(acc1, e1, src, bases)
-	}
-	if values2 != nil {
-		f.values2 = func(acc0, acc1, e0, e1 []float32, src []uint16, bases []int) {
-			hd := len(acc0)
-			if len(e0) == 0 {
-				return
+	f.valuesN = func(g *valueRows, src []uint16, bases []int) {
+		n, hd := len(g.e[0]), len(g.acc[0])
+		if n == 0 {
+			return
+		}
+		for r := range g.n {
+			_, _ = g.acc[r][hd-1], g.e[r][n-1]
+		}
+		rowsInSrc(src, bases[:(n+15)/16], hd)
+		a, e, s, b := &g.acc, &g.e, &src[0], &bases[0]
+		for r := 0; r < g.n; {
+			switch left := g.n - r; {
+			case left >= 4 && values4 != nil:
+				values4(&a[r][0], &a[r+1][0], &a[r+2][0], &a[r+3][0], &e[r][0], &e[r+1][0], &e[r+2][0], &e[r+3][0], s, b, n, hd)
+				r += 4
+			case left >= 3 && values3 != nil:
+				values3(&a[r][0], &a[r+1][0], &a[r+2][0], &e[r][0], &e[r+1][0], &e[r+2][0], s, b, n, hd)
+				r += 3
+			case left >= 2 && values2 != nil:
+				values2(&a[r][0], &a[r+1][0], &e[r][0], &e[r+1][0], s, b, n, hd)
+				r += 2
+			default:
+				values(&a[r][0], &e[r][0], s, b, n, hd)
+				r++
 			}
-			_, _ = acc1[hd-1], e1[len(e0)-1]
-			rowsInSrc(src, bases[:(len(e0)+15)/16], hd)
-			values2(&acc0[0], &acc1[0], &e0[0], &e1[0], &src[0], &bases[0], len(e0), hd)
 		}
 	}
 	return f

@@ -790,6 +790,320 @@ tiledValues2F16AVX512_one_end:
 	VZEROUPPER
 	RET
 
+// func tiledValues3F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, e0 *float32, e1 *float32, e2 *float32, src *uint16, bases *int, n int, hd int)
+// Requires: AVX, AVX512F
+TEXT ·tiledValues3F16AVX512(SB), NOSPLIT, $0-80
+	MOVQ acc0+0(FP), AX
+	MOVQ acc1+8(FP), CX
+	MOVQ acc2+16(FP), DX
+	MOVQ hd+72(FP), BX
+	MOVQ BX, SI
+	SHLQ $0x01, SI
+	SHRQ $0x04, BX
+	XORQ DI, DI
+
+tiledValues3F16AVX512_four:
+	CMPQ    BX, $0x04
+	JL      tiledValues3F16AVX512_four_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS 64(AX), Z3
+	VMOVUPS 64(CX), Z4
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(AX), Z6
+	VMOVUPS 128(CX), Z7
+	VMOVUPS 128(DX), Z8
+	VMOVUPS 192(AX), Z9
+	VMOVUPS 192(CX), Z10
+	VMOVUPS 192(DX), Z11
+	MOVQ    e0+24(FP), R8
+	MOVQ    e1+32(FP), R9
+	MOVQ    e2+40(FP), R10
+	MOVQ    bases+56(FP), R11
+	MOVQ    n+64(FP), R12
+
+tiledValues3F16AVX512_four_block:
+	MOVQ src+48(FP), R14
+	MOVQ (R11), R13
+	LEAQ (R14)(R13*2), R13
+	ADDQ DI, R13
+	MOVQ $0x00000010, R14
+
+tiledValues3F16AVX512_four_pos:
+	VBROADCASTSS (R8), Z12
+	VBROADCASTSS (R9), Z13
+	VBROADCASTSS (R10), Z14
+	VCVTPH2PS    (R13), Z15
+	VFMADD231PS  Z15, Z12, Z0
+	VFMADD231PS  Z15, Z13, Z1
+	VFMADD231PS  Z15, Z14, Z2
+	VCVTPH2PS    32(R13), Z15
+	VFMADD231PS  Z15, Z12, Z3
+	VFMADD231PS  Z15, Z13, Z4
+	VFMADD231PS  Z15, Z14, Z5
+	VCVTPH2PS    64(R13), Z15
+	VFMADD231PS  Z15, Z12, Z6
+	VFMADD231PS  Z15, Z13, Z7
+	VFMADD231PS  Z15, Z14, Z8
+	VCVTPH2PS    96(R13), Z15
+	VFMADD231PS  Z15, Z12, Z9
+	VFMADD231PS  Z15, Z13, Z10
+	VFMADD231PS  Z15, Z14, Z11
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, R10
+	ADDQ         SI, R13
+	DECQ         R12
+	JZ           tiledValues3F16AVX512_four_store
+	DECQ         R14
+	JNZ          tiledValues3F16AVX512_four_pos
+	ADDQ         $0x08, R11
+	JMP          tiledValues3F16AVX512_four_block
+
+tiledValues3F16AVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(AX)
+	VMOVUPS Z4, 64(CX)
+	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 128(CX)
+	VMOVUPS Z8, 128(DX)
+	VMOVUPS Z9, 192(AX)
+	VMOVUPS Z10, 192(CX)
+	VMOVUPS Z11, 192(DX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000080, DI
+	SUBQ    $0x04, BX
+	JMP     tiledValues3F16AVX512_four
+
+tiledValues3F16AVX512_four_end:
+tiledValues3F16AVX512_one:
+	CMPQ    BX, $0x01
+	JL      tiledValues3F16AVX512_one_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	MOVQ    e0+24(FP), R8
+	MOVQ    e1+32(FP), R9
+	MOVQ    e2+40(FP), R10
+	MOVQ    bases+56(FP), R11
+	MOVQ    n+64(FP), R12
+
+tiledValues3F16AVX512_one_block:
+	MOVQ src+48(FP), R14
+	MOVQ (R11), R13
+	LEAQ (R14)(R13*2), R13
+	ADDQ DI, R13
+	MOVQ $0x00000010, R14
+
+tiledValues3F16AVX512_one_pos:
+	VBROADCASTSS (R8), Z3
+	VBROADCASTSS (R9), Z4
+	VBROADCASTSS (R10), Z5
+	VCVTPH2PS    (R13), Z6
+	VFMADD231PS  Z6, Z3, Z0
+	VFMADD231PS  Z6, Z4, Z1
+	VFMADD231PS  Z6, Z5, Z2
+	ADDQ         $0x04, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, R10
+	ADDQ         SI, R13
+	DECQ         R12
+	JZ           tiledValues3F16AVX512_one_store
+	DECQ         R14
+	JNZ          tiledValues3F16AVX512_one_pos
+	ADDQ         $0x08, R11
+	JMP          tiledValues3F16AVX512_one_block
+
+tiledValues3F16AVX512_one_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	VMOVUPS Z2, (DX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000020, DI
+	SUBQ    $0x01, BX
+	JMP     tiledValues3F16AVX512_one
+
+tiledValues3F16AVX512_one_end:
+	VZEROUPPER
+	RET
+
+// func tiledValues4F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, acc3 *float32, e0 *float32, e1 *float32, e2 *float32, e3 *float32, src *uint16, bases *int, n int, hd int)
+// Requires: AVX, AVX512F
+TEXT ·tiledValues4F16AVX512(SB), NOSPLIT, $8-96
+	MOVQ acc0+0(FP), AX
+	MOVQ acc1+8(FP), CX
+	MOVQ acc2+16(FP), DX
+	MOVQ acc3+24(FP), BX
+	MOVQ hd+88(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x01, DI
+	SHRQ $0x04, SI
+	XORQ R8, R8
+
+tiledValues4F16AVX512_four:
+	CMPQ    SI, $0x04
+	JL      tiledValues4F16AVX512_four_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (BX), Z3
+	VMOVUPS 64(AX), Z4
+	VMOVUPS 64(CX), Z5
+	VMOVUPS 64(DX), Z6
+	VMOVUPS 64(BX), Z7
+	VMOVUPS 128(AX), Z8
+	VMOVUPS 128(CX), Z9
+	VMOVUPS 128(DX), Z10
+	VMOVUPS 128(BX), Z11
+	VMOVUPS 192(AX), Z12
+	VMOVUPS 192(CX), Z13
+	VMOVUPS 192(DX), Z14
+	VMOVUPS 192(BX), Z15
+	MOVQ    e0+32(FP), R9
+	MOVQ    e1+40(FP), R10
+	MOVQ    e2+48(FP), R11
+	MOVQ    e3+56(FP), R12
+	MOVQ    bases+72(FP), R13
+	MOVQ    n+80(FP), R14
+
+tiledValues4F16AVX512_four_block:
+	MOVQ src+64(FP), BP
+	MOVQ (R13), R15
+	LEAQ (BP)(R15*2), R15
+	ADDQ R8, R15
+	MOVQ $0x00000010, BP
+
+tiledValues4F16AVX512_four_pos:
+	VBROADCASTSS (R9), Z16
+	VBROADCASTSS (R10), Z17
+	VBROADCASTSS (R11), Z18
+	VBROADCASTSS (R12), Z19
+	VCVTPH2PS    (R15), Z20
+	VFMADD231PS  Z20, Z16, Z0
+	VFMADD231PS  Z20, Z17, Z1
+	VFMADD231PS  Z20, Z18, Z2
+	VFMADD231PS  Z20, Z19, Z3
+	VCVTPH2PS    32(R15), Z20
+	VFMADD231PS  Z20, Z16, Z4
+	VFMADD231PS  Z20, Z17, Z5
+	VFMADD231PS  Z20, Z18, Z6
+	VFMADD231PS  Z20, Z19, Z7
+	VCVTPH2PS    64(R15), Z20
+	VFMADD231PS  Z20, Z16, Z8
+	VFMADD231PS  Z20, Z17, Z9
+	VFMADD231PS  Z20, Z18, Z10
+	VFMADD231PS  Z20, Z19, Z11
+	VCVTPH2PS    96(R15), Z20
+	VFMADD231PS  Z20, Z16, Z12
+	VFMADD231PS  Z20, Z17, Z13
+	VFMADD231PS  Z20, Z18, Z14
+	VFMADD231PS  Z20, Z19, Z15
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, R10
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R12
+	ADDQ         DI, R15
+	DECQ         R14
+	JZ           tiledValues4F16AVX512_four_store
+	DECQ         BP
+	JNZ          tiledValues4F16AVX512_four_pos
+	ADDQ         $0x08, R13
+	JMP          tiledValues4F16AVX512_four_block
+
+tiledValues4F16AVX512_four_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, (BX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, 64(CX)
+	VMOVUPS Z6, 64(DX)
+	VMOVUPS Z7, 64(BX)
+	VMOVUPS Z8, 128(AX)
+	VMOVUPS Z9, 128(CX)
+	VMOVUPS Z10, 128(DX)
+	VMOVUPS Z11, 128(BX)
+	VMOVUPS Z12, 192(AX)
+	VMOVUPS Z13, 192(CX)
+	VMOVUPS Z14, 192(DX)
+	VMOVUPS Z15, 192(BX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	ADDQ    $0x00000100, BX
+	ADDQ    $0x00000080, R8
+	SUBQ    $0x04, SI
+	JMP     tiledValues4F16AVX512_four
+
+tiledValues4F16AVX512_four_end:
+tiledValues4F16AVX512_one:
+	CMPQ    SI, $0x01
+	JL      tiledValues4F16AVX512_one_end
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (BX), Z3
+	MOVQ    e0+32(FP), R9
+	MOVQ    e1+40(FP), R10
+	MOVQ    e2+48(FP), R11
+	MOVQ    e3+56(FP), R12
+	MOVQ    bases+72(FP), R13
+	MOVQ    n+80(FP), R14
+
+tiledValues4F16AVX512_one_block:
+	MOVQ src+64(FP), BP
+	MOVQ (R13), R15
+	LEAQ (BP)(R15*2), R15
+	ADDQ R8, R15
+	MOVQ $0x00000010, BP
+
+tiledValues4F16AVX512_one_pos:
+	VBROADCASTSS (R9), Z4
+	VBROADCASTSS (R10), Z5
+	VBROADCASTSS (R11), Z6
+	VBROADCASTSS (R12), Z7
+	VCVTPH2PS    (R15), Z8
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z8, Z5, Z1
+	VFMADD231PS  Z8, Z6, Z2
+	VFMADD231PS  Z8, Z7, Z3
+	ADDQ         $0x04, R9
+	ADDQ         $0x04, R10
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R12
+	ADDQ         DI, R15
+	DECQ         R14
+	JZ           tiledValues4F16AVX512_one_store
+	DECQ         BP
+	JNZ          tiledValues4F16AVX512_one_pos
+	ADDQ         $0x08, R13
+	JMP          tiledValues4F16AVX512_one_block
+
+tiledValues4F16AVX512_one_store:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, (CX)
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, (BX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	ADDQ    $0x00000040, BX
+	ADDQ    $0x00000020, R8
+	SUBQ    $0x01, SI
+	JMP     tiledValues4F16AVX512_one
+
+tiledValues4F16AVX512_one_end:
+	VZEROUPPER
+	RET
+
 // func tiledBlockQ8AVX512(dst *float32, src *byte, offs *int, n int, hd int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
 TEXT ·tiledBlockQ8AVX512(SB), NOSPLIT, $0-40

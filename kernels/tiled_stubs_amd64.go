@@ -19,7 +19,7 @@ func tiledScoresAVX512(out *float32, q *float32, kb *float32, hp int, scale floa
 //go:noescape
 func tiledValuesAVX512(acc *float32, e *float32, vb *float32, n int, hp int)
 
-// tiledValues2AVX512 is tiledValuesAVX512(acc0, e0, vb, n, hp) and tiledValuesAVX512(acc1, e1, vb, n, hp) at once.
+// tiledValues2AVX512 is tiledValuesAVX512(acc0, e0, vb, n, hp), tiledValuesAVX512(acc1, e1, vb, n, hp) at once.
 //
 //go:noescape
 func tiledValues2AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, vb *float32, n int, hp int)
@@ -34,10 +34,20 @@ func tiledScoresF16AVX512(out *float32, q *float32, src *uint16, bases *int, hd 
 //go:noescape
 func tiledValuesF16AVX512(acc *float32, e *float32, src *uint16, bases *int, n int, hd int)
 
-// tiledValues2F16AVX512 is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd) and tiledValuesF16AVX512(acc1, e1, src, bases, n, hd) at once.
+// tiledValues2F16AVX512 is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd), tiledValuesF16AVX512(acc1, e1, src, bases, n, hd) at once.
 //
 //go:noescape
 func tiledValues2F16AVX512(acc0 *float32, acc1 *float32, e0 *float32, e1 *float32, src *uint16, bases *int, n int, hd int)
+
+// tiledValues3F16AVX512 is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd), tiledValuesF16AVX512(acc1, e1, src, bases, n, hd), tiledValuesF16AVX512(acc2, e2, src, bases, n, hd) at once.
+//
+//go:noescape
+func tiledValues3F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, e0 *float32, e1 *float32, e2 *float32, src *uint16, bases *int, n int, hd int)
+
+// tiledValues4F16AVX512 is tiledValuesF16AVX512(acc0, e0, src, bases, n, hd), tiledValuesF16AVX512(acc1, e1, src, bases, n, hd), tiledValuesF16AVX512(acc2, e2, src, bases, n, hd), tiledValuesF16AVX512(acc3, e3, src, bases, n, hd) at once.
+//
+//go:noescape
+func tiledValues4F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, acc3 *float32, e0 *float32, e1 *float32, e2 *float32, e3 *float32, src *uint16, bases *int, n int, hd int)
 
 // tiledBlockQ8AVX512 converts the Q8_0 rows at element offsets offs[p] of src (p < n ≤ 16, hd a positive multiple of 32; ggml's 34-byte block_q8_0 of 32 elements) into d·q in dst in the tiled block layout, zeroing positions n..15.
 //

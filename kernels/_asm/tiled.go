@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -435,16 +436,21 @@ func (s *valuesSrc) head(w tiledISA, rows int) (name string, acc, e []reg.GPVirt
 		doc = name + " is tiledValues" + w.name + " over the F16 rows of blocks of 16 in place (hd a positive multiple of 16): position p's row at src[bases[p/16]+(p%16)·hd:]."
 	}
 	args := []string{"acc"}
-	if rows == 2 {
+	if rows > 1 {
 		one := name
-		name = strings.Replace(name, "Values", "Values2", 1)
-		sig = strings.Replace(sig, "acc, e", "acc0, acc1, e0, e1", 1)
-		args = []string{"acc0", "acc1"}
-		if s.f16 {
-			doc = name + " is " + one + "(acc0, e0, src, bases, n, hd) and " + one + "(acc1, e1, src, bases, n, hd) at once."
-		} else {
-			doc = name + " is " + one + "(acc0, e0, vb, n, hp) and " + one + "(acc1, e1, vb, n, hp) at once."
+		name = strings.Replace(name, "Values", fmt.Sprintf("Values%d", rows), 1)
+		var accs, es, calls []string
+		for r := range rows {
+			accs, es = append(accs, fmt.Sprintf("acc%d", r)), append(es, fmt.Sprintf("e%d", r))
+			if s.f16 {
+				calls = append(calls, fmt.Sprintf("%s(acc%d, e%d, src, bases, n, hd)", one, r, r))
+			} else {
+				calls = append(calls, fmt.Sprintf("%s(acc%d, e%d, vb, n, hp)", one, r, r))
+			}
 		}
+		sig = strings.Replace(sig, "acc, e", strings.Join(append(accs, es...), ", "), 1)
+		args = accs
+		doc = name + " is " + strings.Join(calls, ", ") + " at once."
 	}
 	TEXT(name, NOSPLIT, sig)
 	Doc(doc)

@@ -26,6 +26,8 @@ func genTiledF16() {
 	genTiledScoresF16()
 	genTiledValues(tiledZMM, 1, true)
 	genTiledValues(tiledZMM, 2, true)
+	genTiledValues(tiledZMM, 3, true)
+	genTiledValues(tiledZMM, 4, true)
 }
 
 func genTiledF16AVX2() {
