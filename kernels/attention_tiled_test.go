@@ -124,7 +124,7 @@ func TestTiledF16InPlace(t *testing.T) {
 			return // this implementation converts every block
 		}
 		r := newRand(92)
-		for _, hd := range []int{16, 64, 128} {
+		for _, hd := range []int{16, 64, 128, 256} {
 			t.Run(fmt.Sprintf("hd%d", hd), func(t *testing.T) {
 				const blocks = 10 // cache blocks of 16 rows
 				cache := make([]uint16, blocks*16*hd)
@@ -161,6 +161,22 @@ func TestTiledF16InPlace(t *testing.T) {
 						mg := f.scores(sg, q, garbage, bases[:nb], 0.125, cnt)
 						checkSameF32(t, fmt.Sprintf("scores of %d in %d blocks", cnt, nb), sg[:cnt], sw[:cnt])
 						checkSameF32(t, fmt.Sprintf("max of %d in %d blocks", cnt, nb), []float32{mg}, []float32{mw})
+						// scoresN on 2–4 rows: every row as scores alone
+						for rows := 2; rows <= maxF16Rows && cnt > 0; rows++ {
+							qs := randVec(r, rows*hd, 1)
+							const stride = 80
+							outN := nanVec((rows-1)*stride + 16*nb)
+							var mx [maxF16Rows]float32
+							if !f.scoresN(outN, stride, qs, rows, garbage, bases[:nb], 0.125, cnt, &mx) {
+								continue // no kernel for this size
+							}
+							for i := range rows {
+								s1 := nanVec(16 * nb)
+								m1 := f.scores(s1, qs[i*hd:][:hd], garbage, bases[:nb], 0.125, cnt)
+								checkSameF32(t, fmt.Sprintf("scoresN of %d, row %d of %d", cnt, i, rows), outN[i*stride:][:cnt], s1[:cnt])
+								checkSameF32(t, fmt.Sprintf("scoresN max of %d, row %d of %d", cnt, i, rows), mx[i:i+1], []float32{m1})
+							}
+						}
 						if cnt == 0 {
 							continue
 						}

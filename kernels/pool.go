@@ -56,18 +56,19 @@ type job interface {
 
 // workerScratch is owned by one worker.
 type workerScratch struct {
-	offs   []int           // (context) offset of each position's K/V row
-	lo     int             // the current token's first attended position (its window's start)
-	q      []float32       // (headDim) query rounded to the cache's precision
-	scores []float32       // (context rounded up to 16) AttnMatMul probabilities
-	lanes  []float32       // (64, headDim) AttnMatMul value accumulators, lane p mod 64
-	acc    []float32       // (headDim) AttnFlash accumulator, F32 and BF16 caches
-	acc16  []uint16        // (headDim) AttnFlash accumulator, F16 and F32 caches
-	k16    []uint16        // (headDim) halves: the query being rounded to F16; AttnFlash: an F32 cache's K or V row
-	block  []float32       // (16, headDim rounded up to 16) AttnTiled: one converted block of K or V rows
-	bases  [tiledChunk]int // AttnTiled on F16 rows in place: the first row of each block of a chunk
-	vrows  valueRows       // AttnTiled on F16 rows in place: the rows of one valuesN call
-	head   int             // AttnMatMul, AttnFlash: the query head of the current token (its sink)
+	offs   []int               // (context) offset of each position's K/V row
+	lo     int                 // the current token's first attended position (its window's start)
+	q      []float32           // (headDim) query rounded to the cache's precision
+	scores []float32           // (context rounded up to 16) AttnMatMul probabilities
+	lanes  []float32           // (64, headDim) AttnMatMul value accumulators, lane p mod 64
+	acc    []float32           // (headDim) AttnFlash accumulator, F32 and BF16 caches
+	acc16  []uint16            // (headDim) AttnFlash accumulator, F16 and F32 caches
+	k16    []uint16            // (headDim) halves: the query being rounded to F16; AttnFlash: an F32 cache's K or V row
+	block  []float32           // (16, headDim rounded up to 16) AttnTiled: one converted block of K or V rows
+	bases  [tiledChunk]int     // AttnTiled on F16 rows in place: the first row of each block of a chunk
+	vrows  valueRows           // AttnTiled on F16 rows in place: the rows of one valuesN call
+	smax   [maxF16Rows]float32 // AttnTiled on F16 rows in place: the largest scores of one scoresN call
+	head   int                 // AttnMatMul, AttnFlash: the query head of the current token (its sink)
 }
 
 // NewPool starts a pool of threads workers (the caller counts as one).

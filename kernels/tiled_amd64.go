@@ -10,10 +10,10 @@ import "math"
 
 var (
 	tiledAVX512 = tiledAsm(tiledBlockF16AVX512, tiledScoresAVX512, tiledValuesAVX512, tiledValues2AVX512).
-			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512, tiledValues3F16AVX512, tiledValues4F16AVX512)).
+			withF16(tiledF16Asm(tiledScoresF16AVX512, tiledValuesF16AVX512, tiledValues2F16AVX512, tiledValues3F16AVX512, tiledValues4F16AVX512, scoresNAVX512)).
 			withQ8(tiledBlockQ8AVX512)
 	tiledAVX2 = tiledAsm(tiledBlockF16AVX2, tiledScoresAVX2, tiledValuesAVX2, nil).
-			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil, nil, nil)).
+			withF16(tiledF16Asm(tiledScoresF16AVX2, tiledValuesF16AVX2, nil, nil, nil, noScoresN)).
 			withQ8(tiledBlockQ8AVX2)
 )
 
@@ -104,7 +104,8 @@ func tiledF16Asm(scores func(out, q *float32, src *uint16, bases *int, hd int, s
 	values func(acc, e *float32, src *uint16, bases *int, n, hd int),
 	values2 func(acc0, acc1, e0, e1 *float32, src *uint16, bases *int, n, hd int),
 	values3 func(acc0, acc1, acc2, e0, e1, e2 *float32, src *uint16, bases *int, n, hd int),
-	values4 func(acc0, acc1, acc2, acc3, e0, e1, e2, e3 *float32, src *uint16, bases *int, n, hd int)) *tiledF16 {
+	values4 func(acc0, acc1, acc2, acc3, e0, e1, e2, e3 *float32, src *uint16, bases *int, n, hd int),
+	scoresN func(rows, hd int) scoresNKernel) *tiledF16 {
 	f := &tiledF16{
 		scores: func(out, q []float32, src []uint16, bases []int, scale float32, n int) float32 {
 			hd, nb := len(q), len(out)/16
@@ -121,6 +122,18 @@ func tiledF16Asm(scores func(out, q *float32, src *uint16, bases *int, hd int, s
 			rowsInSrc(src, bases[:(len(e)+15)/16], len(acc))
 			values(&acc[0], &e[0], &src[0], &bases[0], len(e), len(acc))
 		},
+	}
+	f.scoresN = func(out []float32, ostride int, q []float32, rows int, src []uint16, bases []int, scale float32, n int, mx *[maxF16Rows]float32) bool {
+		hd := len(q) / rows
+		k := scoresN(rows, hd)
+		if k == nil || n <= 0 {
+			return false
+		}
+		nb := (n + 15) / 16
+		_ = out[(rows-1)*ostride+16*nb-1]
+		rowsInSrc(src, bases[:nb], hd)
+		k(&out[0], ostride, &q[0], &src[0], &bases[0], scale, n, nb, &mx[0])
+		return true
 	}
 	f.valuesN = func(g *valueRows, src []uint16, bases []int) {
 		n, hd := len(g.e[0]), len(g.acc[0])
@@ -158,3 +171,31 @@ func rowsInSrc(src []uint16, bases []int, hd int) {
 		_ = src[b+16*hd-1]
 	}
 }
+
+// scoresNKernel is a tiledScoresNF16AVX512xH kernel.
+type scoresNKernel func(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n, nb int, mx *float32)
+
+// scoresNAVX512 returns the AVX-512 kernel of rows query rows of hd
+// elements, or nil.
+func scoresNAVX512(rows, hd int) scoresNKernel {
+	if rows < 2 || rows > 4 {
+		return nil
+	}
+	switch hd {
+	case 64:
+		return scoresNx64[rows-2]
+	case 128:
+		return scoresNx128[rows-2]
+	case 256:
+		return scoresNx256[rows-2]
+	}
+	return nil
+}
+
+var (
+	scoresNx64  = [3]scoresNKernel{tiledScores2F16AVX512x64, tiledScores3F16AVX512x64, tiledScores4F16AVX512x64}
+	scoresNx128 = [3]scoresNKernel{tiledScores2F16AVX512x128, tiledScores3F16AVX512x128, tiledScores4F16AVX512x128}
+	scoresNx256 = [3]scoresNKernel{tiledScores2F16AVX512x256, tiledScores3F16AVX512x256, tiledScores4F16AVX512x256}
+)
+
+func noScoresN(rows, hd int) scoresNKernel { return nil }

@@ -49,6 +49,51 @@ func tiledValues3F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, e0 *floa
 //go:noescape
 func tiledValues4F16AVX512(acc0 *float32, acc1 *float32, acc2 *float32, acc3 *float32, e0 *float32, e1 *float32, e2 *float32, e3 *float32, src *uint16, bases *int, n int, hd int)
 
+// tiledScores2F16AVX512x64 is tiledScoresF16AVX512 of 2 query rows of 64 elements at q (row r at q[r·64:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores2F16AVX512x64(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores3F16AVX512x64 is tiledScoresF16AVX512 of 3 query rows of 64 elements at q (row r at q[r·64:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores3F16AVX512x64(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores4F16AVX512x64 is tiledScoresF16AVX512 of 4 query rows of 64 elements at q (row r at q[r·64:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores4F16AVX512x64(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores2F16AVX512x128 is tiledScoresF16AVX512 of 2 query rows of 128 elements at q (row r at q[r·128:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores2F16AVX512x128(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores3F16AVX512x128 is tiledScoresF16AVX512 of 3 query rows of 128 elements at q (row r at q[r·128:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores3F16AVX512x128(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores4F16AVX512x128 is tiledScoresF16AVX512 of 4 query rows of 128 elements at q (row r at q[r·128:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores4F16AVX512x128(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores2F16AVX512x256 is tiledScoresF16AVX512 of 2 query rows of 256 elements at q (row r at q[r·256:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores2F16AVX512x256(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores3F16AVX512x256 is tiledScoresF16AVX512 of 3 query rows of 256 elements at q (row r at q[r·256:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores3F16AVX512x256(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
+// tiledScores4F16AVX512x256 is tiledScoresF16AVX512 of 4 query rows of 256 elements at q (row r at q[r·256:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].
+//
+//go:noescape
+func tiledScores4F16AVX512x256(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n int, nb int, mx *float32)
+
 // tiledBlockQ8AVX512 converts the Q8_0 rows at element offsets offs[p] of src (p < n ≤ 16, hd a positive multiple of 32; ggml's 34-byte block_q8_0 of 32 elements) into d·q in dst in the tiled block layout, zeroing positions n..15.
 //
 //go:noescape

@@ -168,11 +168,9 @@ func endScoresBlock(name string, acc []reg.VecVirtual, sc, run reg.VecVirtual, o
 	RET()
 }
 
-// reduceScores reduces the 16 accumulators of a block's positions (acc[i]
-// holding position p with i = tiledAccFor(p)) as reduce16 each, scales
-// them, stores the 16 scores at out and lets the valid ones (min(n, 16),
-// none if n ≤ 0) join the running maximum run, lane by lane.
-func reduceScores(acc []reg.VecVirtual, sc, run reg.VecVirtual, out, n reg.GPVirtual) {
+// reduce16x16 reduces 16 accumulators as reduce16 each into one vector:
+// lane L holds accumulator tiledAccFor(L)'s sum.
+func reduce16x16(acc []reg.VecVirtual) reg.VecVirtual {
 	// pairs of registers, combined by a 128-bit or a 32-bit shuffle of two
 	// sources (Intel's imm: low half from src1, high half from src2).
 	pairs := func(v []reg.VecVirtual, shuf func(imm uint8, b, a, x reg.VecVirtual), lo, hi uint8) []reg.VecVirtual {
@@ -188,10 +186,18 @@ func reduceScores(acc []reg.VecVirtual, sc, run reg.VecVirtual, out, n reg.GPVir
 	}
 	f128 := func(imm uint8, b, a, x reg.VecVirtual) { VSHUFF32X4(U8(imm), b, a, x) }
 	f32 := func(imm uint8, b, a, x reg.VecVirtual) { VSHUFPS(U8(imm), b, a, x) }
-	c := pairs(acc, f128, 0x44, 0xEE) // chunks: v[0..3]+v[8..11], v[4..7]+v[12..15] of each
-	e := pairs(c, f128, 0x88, 0xDD)   // chunk k of e[j]: h[i]+h[i+4] of accumulator 4j+k
-	f := pairs(e, f32, 0x44, 0xEE)    // q0+q2, q1+q3
-	g := pairs(f, f32, 0x88, 0xDD)    // lane 4k+j: accumulator 4j+k's sum
+	c := pairs(acc, f128, 0x44, 0xEE)   // chunks: v[0..3]+v[8..11], v[4..7]+v[12..15] of each
+	e := pairs(c, f128, 0x88, 0xDD)     // chunk k of e[j]: h[i]+h[i+4] of accumulator 4j+k
+	f := pairs(e, f32, 0x44, 0xEE)      // q0+q2, q1+q3
+	return pairs(f, f32, 0x88, 0xDD)[0] // lane 4k+j: accumulator 4j+k's sum
+}
+
+// reduceScores reduces the 16 accumulators of a block's positions (acc[i]
+// holding position p with i = tiledAccFor(p)) as reduce16 each, scales
+// them, stores the 16 scores at out and lets the valid ones (min(n, 16),
+// none if n ≤ 0) join the running maximum run, lane by lane.
+func reduceScores(acc []reg.VecVirtual, sc, run reg.VecVirtual, out, n reg.GPVirtual) {
+	g := []reg.VecVirtual{reduce16x16(acc)}
 	VMULPS(sc, g[0], g[0])
 	VMOVUPS(g[0], Mem{Base: out})
 	// the lanes of valid positions (min(n, 16) of them, none if n ≤ 0)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -28,6 +30,111 @@ func genTiledF16() {
 	genTiledValues(tiledZMM, 2, true)
 	genTiledValues(tiledZMM, 3, true)
 	genTiledValues(tiledZMM, 4, true)
+	for _, hd := range scoresNHeads {
+		for rows := 2; rows <= 4; rows++ {
+			genTiledScoresF16N(rows, hd)
+		}
+	}
+}
+
+// scoresNHeads are the head dimensions of genTiledScoresF16N's kernels.
+var scoresNHeads = []int{64, 128, 256}
+
+// genTiledScoresF16N: tiledScoresF16AVX512 for rows query rows (2–4; one
+// KV head's query heads in a decode) of a head dimension hd at once, four
+// positions at a time: each F16 K row is converted once for every query
+// row, the accumulator of (row r, position p) being tiledAccFor(4r+p), so
+// that reduce16x16 leaves row r's four scores in 128-bit lane r (the
+// rows past rows are zero and unused). Every score takes the same
+// products, fused in the same order, and the same reduction as in
+// tiledScoresF16AVX512, so the same bits.
+func genTiledScoresF16N(rows, hd int) {
+	name := fmt.Sprintf("tiledScores%dF16AVX512x%d", rows, hd)
+	TEXT(name, NOSPLIT, "func(out *float32, ostride int, q *float32, src *uint16, bases *int, scale float32, n, nb int, mx *float32)")
+	Doc(fmt.Sprintf("%s is tiledScoresF16AVX512 of %d query rows of %d elements at q (row r at q[r·%d:]) over the same nb ≥ 1 blocks: row r's scores at out[r·ostride:], its largest valid score (−∞ for n ≤ 0) at mx[r].", name, rows, hd, hd))
+	Pragma("noescape")
+	out, os := loadGP("out"), loadGP("ostride")
+	SHLQ(U8(2), os) // bytes
+	os3 := GP64()
+	LEAQ(Mem{Base: os, Index: os, Scale: 2}, os3)
+	q, bases, n, nb := loadGP("q"), loadGP("bases"), loadGP("n"), loadGP("nb")
+	sc := bcastArg("scale")
+	run := ZMM() // the largest valid score so far, lane 4r+p: row r's positions p mod 4
+	VBROADCASTSS(constU32("tiledNegInf", 0xFF800000), run)
+	Label(name + "_block")
+	kr := GP64()
+	MOVQ(Mem{Base: bases}, kr)
+	src := loadGP("src")
+	LEAQ(Mem{Base: src, Index: kr, Scale: 2}, kr)
+	grp := GP64()
+	MOVQ(U32(4), grp)
+	Label(name + "_group")
+	acc := make([]reg.VecVirtual, 16)
+	for m := range hd / 16 {
+		for p := range 4 {
+			k := ZMM()
+			VCVTPH2PS(Mem{Base: kr, Disp: 2*hd*p + 32*m}, k)
+			for r := range rows {
+				i, qm := tiledAccFor(4*r+p), Mem{Base: q, Disp: 4 * (r*hd + 16*m)}
+				if m == 0 {
+					acc[i] = ZMM()
+					VMULPS(qm, k, acc[i])
+				} else {
+					VFMADD231PS(qm, k, acc[i])
+				}
+			}
+		}
+	}
+	for r := rows; r < 4; r++ {
+		for p := range 4 {
+			i := tiledAccFor(4*r + p)
+			acc[i] = ZMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+	}
+	g := reduce16x16(acc)
+	VMULPS(sc, g, g)
+	for r := range rows {
+		dst := []Mem{{Base: out}, {Base: out, Index: os, Scale: 1}, {Base: out, Index: os, Scale: 2}, {Base: out, Index: os3, Scale: 1}}[r]
+		VEXTRACTF32X4(U8(r), g, dst)
+	}
+	// the lanes of valid positions (min(n, 4) of each row's four, none if
+	// n ≤ 0) join the running maximum
+	rem, lim := GP64(), GP64()
+	MOVQ(n, rem)
+	MOVQ(U32(4), lim)
+	CMPQ(rem, lim)
+	CMOVQGT(lim, rem)
+	XORQ(lim, lim)
+	CMPQ(rem, lim)
+	CMOVQLT(lim, rem)
+	bits := GP64()
+	MOVQ(U32(0xF), bits)
+	BZHIQ(rem, bits, bits)
+	IMUL3Q(U32(0x1111&(1<<(4*rows)-1)), bits, bits)
+	k := K()
+	KMOVW(bits.As32(), k)
+	VMAXPS(g, run, k, run)
+	ADDQ(U8(16), out)
+	ADDQ(U32(8*hd), kr)
+	SUBQ(U8(4), n)
+	DECQ(grp)
+	JNZ(LabelRef(name + "_group"))
+	ADDQ(U8(8), bases)
+	DECQ(nb)
+	JNZ(LabelRef(name + "_block"))
+	mx := loadGP("mx")
+	for r := range rows {
+		x, u := XMM(), XMM()
+		VEXTRACTF32X4(U8(r), run, x)
+		VPERMILPS(U8(0x4e), x, u)
+		VMAXPS(u, x, x)
+		VPERMILPS(U8(0xb1), x, u)
+		VMAXPS(u, x, x)
+		VMOVSS(x, Mem{Base: mx, Disp: 4 * r})
+	}
+	VZEROUPPER()
+	RET()
 }
 
 func genTiledF16AVX2() {
