@@ -330,23 +330,28 @@ func (g *kfast) q45(fifth bool) {
 // pair p of the first vector holds scales p, p+1 of every row, of the
 // second 4+2p, 5+2p.
 func (g *kfast) scales6(m3F reg.VecVirtual) [2]reg.VecVirtual {
-	a, c := g.quad(64), g.quad(192)
-	s03, t := ZMM(), ZMM()
-	VPANDD(m3F, a, s03)
-	VPANDND(a, m3F, t) // the top two bits of q[0..3]
-	VPSRLW(U8(2), t, t)
-	return [2]reg.VecVirtual{s03, g.or0F(c, t)} // q[8..11] & 0x0F | t
+	return g.unpack6(g.quad(64), g.quad(192), 0, m3F)
 }
 
 // mins6 unpacks Q4_K's and Q5_K's minimums as scales6 the scales.
 func (g *kfast) mins6(m3F reg.VecVirtual) [2]reg.VecVirtual {
-	b, c := g.quad(128), g.quad(192)
-	m03, t := ZMM(), ZMM()
-	VPANDD(m3F, b, m03)
-	VPANDND(b, m3F, t) // the top two bits of q[4..7]
+	return g.unpack6(g.quad(128), g.quad(192), 4, m3F)
+}
+
+// unpack6 returns x & 0x3F and (c >> shift) & 0x0F | (x & 0xC0) >> 2,
+// bytewise: from x = q[0..3] and c = q[8..11] (shift 0) the scales, from
+// x = q[4..7] and c (shift 4) the minimums. The word shifts move bits
+// within a byte only: their inputs are masked first, or their outputs
+// after (or0F).
+func (g *kfast) unpack6(x, c reg.VecVirtual, shift int, m3F reg.VecVirtual) [2]reg.VecVirtual {
+	lo, t := ZMM(), ZMM()
+	VPANDD(m3F, x, lo)
+	VPANDND(x, m3F, t) // the top two bits of x
 	VPSRLW(U8(2), t, t)
-	VPSRLW(U8(4), c, c)
-	return [2]reg.VecVirtual{m03, g.or0F(c, t)} // q[8..11] >> 4 | t
+	if shift > 0 {
+		VPSRLW(U8(shift), c, c)
+	}
+	return [2]reg.VecVirtual{lo, g.or0F(c, t)}
 }
 
 // zxPair zero-extends half h (a pair of the packed scales) of v with ext

@@ -249,37 +249,35 @@ func (g *kf2) sm(v int) reg.VecVirtual {
 }
 
 // scales6 unpacks the half's 6-bit scales from sm's vectors A (q[0..3])
-// and C (q[8..11]), bytewise: A & 0x3F is scales 0–3 (pair p: 2p, 2p+1),
-// C & 0x0F | (A & 0xC0) >> 2 scales 4–7. The word shift moves the top
-// two bits of each byte, alone after the mask, to bits 4, 5 of the same
-// byte.
+// and C (q[8..11]): A & 0x3F is scales 0–3 (pair p: 2p, 2p+1),
+// C & 0x0F | (A & 0xC0) >> 2 scales 4–7 (unpack6).
 func (g *kf2) scales6(m0F reg.VecVirtual) [2]reg.VecVirtual {
-	a, c := g.sm(0), g.sm(2)
-	m3F := mask("kf3F", 0x3F3F3F3F)
-	s03 := YMM()
-	VPAND(m3F, a, s03)
-	VPANDN(a, m3F, a) // A & 0xC0
-	VPSRLW(U8(2), a, a)
-	VPAND(m0F, c, c)
-	VPOR(a, c, c)
-	return [2]reg.VecVirtual{s03, c}
+	return unpack6Y(g.sm(0), g.sm(2), 0, m0F)
 }
 
 // mins6 unpacks the half's 6-bit minimums as scales6 the scales, from
 // B (q[4..7]) and C: B & 0x3F is minimums 0–3, (C >> 4) & 0x0F |
-// (B & 0xC0) >> 2 minimums 4–7 (the mask after the word shift drops the
-// bits of the byte above).
+// (B & 0xC0) >> 2 minimums 4–7.
 func (g *kf2) mins6(m0F reg.VecVirtual) [2]reg.VecVirtual {
-	b, c := g.sm(1), g.sm(2)
+	return unpack6Y(g.sm(1), g.sm(2), 4, m0F)
+}
+
+// unpack6Y is kfast.unpack6 on YMM vectors (VEX has no ternary logic):
+// x & 0x3F and (c >> shift) & 0x0F | (x & 0xC0) >> 2, bytewise. The word
+// shift of x moves its top two bits, alone after the mask, to bits 4, 5
+// of the same byte; the mask after c's drops the bits of the byte above.
+func unpack6Y(x, c reg.VecVirtual, shift int, m0F reg.VecVirtual) [2]reg.VecVirtual {
 	m3F := mask("kf3F", 0x3F3F3F3F)
-	m03 := YMM()
-	VPAND(m3F, b, m03)
-	VPANDN(b, m3F, b) // B & 0xC0
-	VPSRLW(U8(2), b, b)
-	VPSRLW(U8(4), c, c)
+	lo := YMM()
+	VPAND(m3F, x, lo)
+	VPANDN(x, m3F, x) // x & 0xC0
+	VPSRLW(U8(2), x, x)
+	if shift > 0 {
+		VPSRLW(U8(shift), c, c)
+	}
 	VPAND(m0F, c, c)
-	VPOR(b, c, c)
-	return [2]reg.VecVirtual{m03, c}
+	VPOR(x, c, c)
+	return [2]reg.VecVirtual{lo, c}
 }
 
 // spread returns elements lo and hi of pair p of every row of the sm
