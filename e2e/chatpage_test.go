@@ -113,8 +113,16 @@ func TestChatPage(t *testing.T) {
 		t.Errorf("clipboard %q, answer %q", clip, text)
 	}
 
-	// Stop: a long reply stops at once; the server aborts it.
-	b.eval(nil, `document.getElementById("maxTokens").value = "800";`)
+	// Stop: a long reply stops at once; the server aborts it. The request
+	// gets ignore_eos, so a sampled early end of text cannot finish the
+	// reply before Stop is clicked.
+	b.eval(nil, `
+		document.getElementById("maxTokens").value = "800";
+		const sendFetch = window.fetch;
+		window.fetch = (url, opts) => {
+			if (opts && opts.body) opts = { ...opts, body: JSON.stringify({ ...JSON.parse(opts.body), ignore_eos: true }) };
+			return sendFetch(url, opts);
+		};`)
 	b.typeInto("#input", "Write a very long story about a dragon who learns to bake bread.\ue007")
 	b.waitFor("the long reply to start", time.Minute,
 		`return document.querySelectorAll(".msg.assistant").length === 2 && !document.getElementById("stop").disabled &&
