@@ -10,8 +10,9 @@
 # --depth`, llama.cpp's llama-bench (-d, -fa FA) and, when scripts/build-ik-llama-cpp.sh finds or
 # builds it, ik_llama.cpp's llama-bench (-rtr 1, run-time repacking; -fa FA; it has no -d: its
 # -gp D,TG gives tg at depth D, and no pp at a depth is measured there). The programs run one
-# repetition each, in turn (pagoda, llama.cpp, ik_llama.cpp, pagoda, …), REPS rounds, so that a
-# drift of the machine's speed is shared; the table gives, for each test, every program's median
+# repetition each, in turn (pagoda, llama.cpp, ik_llama.cpp in round 1; llama.cpp, ik_llama.cpp,
+# pagoda in round 2; …: the order rotates), REPS rounds, so that a drift of the machine's speed is
+# shared; the table gives, for each test, every program's median
 # and range (min–max) of tokens/s over the rounds, and the median and range of the rounds' ratios
 # of pagoda to each peer (paired within a round, so that a drift between rounds cancels).
 # Environment: THREADS (2), REPS (3), PP (512), TG (128), DEPTHS (comma list, "0"; e.g.
@@ -121,27 +122,43 @@ latency_peers() {
     if [ "$d" -gt 0 ]; then gp+=(-gp "$d,$tg"); else ikpp=$pp iktg=$tg; fi
   done
 
-  local i r m n
+  # run_one PROGRAM I R M: one repetition of PROGRAM (pagoda, llama or ik) on model M, the I-th
+  # model, in round R.
+  run_one() {
+    local p="$1" i="$2" r="$3" m="$4"
+    case "$p" in
+    pagoda)
+      "$pagoda" bench latency --model "$m" --threads "$threads" --pp "$pp" --tg "$tg" --depth "$depths" \
+        --reps 1 --batch "$batch" --batch-steps "$batch_steps" --output-json "$work/$i.$r.pagoda.json" "${pagoda_args[@]}" \
+        >"$work/$i.$r.pagoda.txt" 2>&1 || { echo "bench-peers: pagoda failed:" >&2; tail -n 20 "$work/$i.$r.pagoda.txt" >&2; exit 1; } ;;
+    llama)
+      "$bin/llama-bench" -m "$m" -t "$threads" -p "$pp" -n "$tg" -d "$depths" -fa "$fa" -r 1 -o json \
+        "${llama_args[@]}" >"$work/$i.$r.llama.json" 2>"$work/$i.$r.llama.err" ||
+        { echo "bench-peers: llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.llama.err" >&2; exit 1; } ;;
+    ik)
+      "$ikbin/llama-bench" -m "$m" -t "$threads" -p "$ikpp" -n "$iktg" "${gp[@]}" -fa "$fa" -rtr 1 -r 1 -o json \
+        "${ik_args[@]}" >"$work/$i.$r.ik.json" 2>"$work/$i.$r.ik.err" ||
+        { echo "bench-peers: ik_llama.cpp's llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.ik.err" >&2; exit 1; } ;;
+    esac
+  }
+
+  # The order of the programs rotates from round to round (pagoda first in round 1, llama.cpp in
+  # round 2, …), so that none always runs first after another model's load or last before it.
+  local progs=(pagoda llama) order
+  [ -n "$ikbin" ] && progs+=(ik)
+  local i r m n k p
   for r in $(seq "$reps"); do
+    order=()
+    for k in $(seq 0 $((${#progs[@]} - 1))); do order+=("${progs[$(((k + r - 1) % ${#progs[@]}))]}"); done
     i=0
     for m in "${models[@]}"; do
       i=$((i + 1))
-      echo "bench-peers: round $r of $reps, $(basename "$m"): pagoda, llama.cpp${ikbin:+, ik_llama.cpp}" >&2
-      "$pagoda" bench latency --model "$m" --threads "$threads" --pp "$pp" --tg "$tg" --depth "$depths" \
-        --reps 1 --batch "$batch" --batch-steps "$batch_steps" --output-json "$work/$i.$r.pagoda.json" "${pagoda_args[@]}" \
-        >"$work/$i.$r.pagoda.txt" 2>&1 || { echo "bench-peers: pagoda failed:" >&2; tail -n 20 "$work/$i.$r.pagoda.txt" >&2; exit 1; }
-      "$bin/llama-bench" -m "$m" -t "$threads" -p "$pp" -n "$tg" -d "$depths" -fa "$fa" -r 1 -o json \
-        "${llama_args[@]}" >"$work/$i.$r.llama.json" 2>"$work/$i.$r.llama.err" ||
-        { echo "bench-peers: llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.llama.err" >&2; exit 1; }
-      if [ -n "$ikbin" ]; then
-        "$ikbin/llama-bench" -m "$m" -t "$threads" -p "$ikpp" -n "$iktg" "${gp[@]}" -fa "$fa" -rtr 1 -r 1 -o json \
-          "${ik_args[@]}" >"$work/$i.$r.ik.json" 2>"$work/$i.$r.ik.err" ||
-          { echo "bench-peers: ik_llama.cpp's llama-bench failed:" >&2; tail -n 20 "$work/$i.$r.ik.err" >&2; exit 1; }
-      fi
+      echo "bench-peers: round $r of $reps, $(basename "$m"): ${order[*]}" >&2
+      for p in "${order[@]}"; do run_one "$p" "$i" "$r" "$m"; done
     done
   done
 
-  echo "$threads threads; $reps rounds, each running pagoda, llama.cpp${ikbin:+ and ik_llama.cpp} once in turn on each model (one repetition each);"
+  echo "$threads threads; $reps rounds, each running pagoda, llama.cpp${ikbin:+ and ik_llama.cpp} once in turn on each model (one repetition each; the order rotates between rounds);"
   local ver
   ver="$("$bin/llama-bench" --version 2>&1 | grep -m1 -o 'version: .*' || true)"
   echo "median (min–max) tokens/s; ratios: median (min–max) of the rounds' ratios. llama.cpp: llama-bench ${ver:-version ?}, -fa $fa, extra buffer types $bufts${llama_args[*]:+ ${llama_args[*]}}."
