@@ -55,11 +55,18 @@ func TestChatPage(t *testing.T) {
 	b.typeInto("#system", "You are a helpful assistant. Answer in one sentence.")
 	b.eval(nil, `const m = document.getElementById("maxTokens"); m.value = "48"; m.dispatchEvent(new Event("change"));`)
 	// Record the requests the page sends, and every state of the answer.
+	// Each request is sent on with min_tokens 8, so that a sampled answer
+	// of a word or two (the system prompt asks for one sentence) still
+	// streams in several pieces.
 	b.eval(nil, `
 		window.__requests = [];
 		const realFetch = window.fetch;
 		window.fetch = (url, opts) => {
-			if (opts && opts.body) window.__requests.push(JSON.parse(opts.body));
+			if (opts && opts.body) {
+				const body = JSON.parse(opts.body);
+				window.__requests.push(body);
+				opts = { ...opts, body: JSON.stringify({ ...body, min_tokens: 8 }) };
+			}
 			return realFetch(url, opts);
 		};
 		window.__states = [];
